@@ -1,0 +1,74 @@
+# toposcope — plain GNU make, C11, pkg-config.
+#   make            build build/bin/toposcope and build/lib/libtoposcope.a
+#   make deps       install the Debian packages the build and the tests need (idempotent)
+#   make check      deps + build + every test through prove (TAP)
+#   make asan       unit tests under AddressSanitizer + UBSan
+#   make fuzz       fuzz the parsers (FUZZ_SECONDS each, default 300)
+#   make bench      benchmarks; writes bench/RESULTS.md
+
+CC      ?= cc
+BUILD   ?= build
+PKGS    := yaml-0.1
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml)
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+OPT     ?= -O2 -g
+CFLAGS  ?=
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Ilib $(PKG_CFLAGS) $(CFLAGS)
+LDLIBS  = $(PKG_LIBS) -lm
+
+LIB_SRC   := $(sort $(wildcard lib/*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_A     := $(BUILD)/lib/libtoposcope.a
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+CLI       := $(BUILD)/bin/toposcope
+UNIT_SRC  := $(sort $(wildcard tests/unit/t_*.c))
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%.t)
+HEADERS   := $(wildcard lib/toposcope/*.h lib/*.h tests/unit/*.h tools/*.h)
+
+.PHONY: all deps check unit asan fuzz bench clean demo
+all: $(LIB_A) $(CLI) $(UNIT_BIN)
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(CLI): $(TOOL_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(LDLIBS)
+
+$(BUILD)/tests/%.t: tests/unit/%.c $(LIB_A) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB_A) $(LDLIBS)
+
+deps:
+	@tests/deps.sh
+
+# Unit tests (C, TAP) and shell tests (tests/*.t, TAP) through prove.
+unit: all
+	prove --exec '' $(UNIT_BIN)
+
+check: deps
+	$(MAKE) all
+	TOPOSCOPE_BUILD=$(abspath $(BUILD)) prove --exec '' $(UNIT_BIN) $(wildcard tests/*.t)
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOPOSCOPE_BUILD=$(abspath build-asan) \
+	  prove --exec '' $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%.t)
+
+FUZZ_SECONDS ?= 300
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+fuzz:
+	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_SRC)
+
+bench: all
+	@bench/run.sh
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,105 @@
+/* toposcope — the latency model of a fabric: parameters, built-in profiles, YAML overrides,
+ * injected faults, and the "realized" hardware of one fabric.
+ *
+ *   RTT(a,b) = 2 * sum of one-way latencies of the links on the tree path
+ *            + host part (h_a + h_b) / 2, multiplied by lognormal jitter exp(sigma * Z)
+ *            + exponential jitter (mean jitter_exp_mean_us)
+ *            + with probability outlier_prob, U(outlier_min_us, outlier_max_us)
+ *            + flow_penalty_us for every extra concurrent flow on each directed link used
+ *
+ * h_x is node x's stack overhead per round trip, so two nominal hosts add host_overhead_us.
+ * Per-node and per-link variation is hardware: drawn once from the fabric seed. Run noise is
+ * drawn from the run seed, so runs of one fabric serve as each other's baseline. */
+#ifndef TOPOSCOPE_MODEL_H
+#define TOPOSCOPE_MODEL_H
+
+#include <stdint.h>
+#include "toposcope/error.h"
+#include "toposcope/fabric.h"
+
+#define TS_MODEL_MAX_LEVELS 16     /* level 0 = access links, k = uplink of a switch of height k */
+#define TS_NAME_MAX 256
+
+typedef struct ts_link_override {
+    char name[TS_NAME_MAX];        /* a node (access link) or switch (uplink) name */
+    double latency_us;             /* NAN = keep */
+    double variation;              /* NAN = keep */
+    double loss;                   /* NAN = keep; probability per traversal */
+} ts_link_override;
+
+typedef struct ts_host_override {
+    char name[TS_NAME_MAX];
+    double overhead_us;            /* NAN = keep */
+    double variation;              /* NAN = keep */
+} ts_host_override;
+
+typedef struct ts_level_params {
+    double latency_us;             /* NAN = profile default */
+    double variation;              /* NAN = profile default */
+} ts_level_params;
+
+typedef struct ts_model_params {
+    char profile[32];
+    double host_overhead_us;       /* nominal per round trip */
+    double host_variation;         /* relative, uniform +-, fixed per node */
+    double link_latency_us;        /* nominal one-way */
+    double link_variation;         /* relative, uniform +-, fixed per link */
+    double jitter_sigma;           /* lognormal sigma on the host part */
+    double jitter_exp_mean_us;     /* additive exponential jitter */
+    double outlier_prob, outlier_min_us, outlier_max_us;
+    double loss_prob;              /* per probe, everywhere */
+    double timeout_us;             /* cost of a lost probe */
+    double flow_penalty_us;        /* per extra concurrent flow on a link, same direction */
+    ts_level_params level[TS_MODEL_MAX_LEVELS];
+    int nlink_overrides, nhost_overrides;
+    ts_link_override *link_overrides;
+    ts_host_override *host_overrides;
+} ts_model_params;
+
+/* Profiles: "ethernet", "infiniband". Returns TS_EINPUT for an unknown name. */
+int ts_model_params_profile(ts_model_params *p, const char *profile, ts_error *err);
+void ts_model_params_free(ts_model_params *p);
+/* Apply a YAML file on top of p (a `profile:` key in it first resets p to that profile).
+ * Errors name FILE:LINE:COLUMN. */
+int ts_model_params_load_yaml(ts_model_params *p, const char *path, ts_error *err);
+int ts_model_params_parse_yaml(ts_model_params *p, const char *text, size_t len,
+                               const char *source, ts_error *err);
+
+/* Injected faults, --inject SPEC:
+ *   degrade:LINK:+30%   degrade:LINK:+5us   loss:LINK:20%   dead:NODE   slowhost:NODE:+10us */
+typedef enum ts_fault_kind {
+    TS_FAULT_DEGRADE_PCT,
+    TS_FAULT_DEGRADE_US,
+    TS_FAULT_LOSS,
+    TS_FAULT_DEAD,
+    TS_FAULT_SLOWHOST,
+} ts_fault_kind;
+
+typedef struct ts_fault {
+    ts_fault_kind kind;
+    char target[TS_NAME_MAX];
+    double value;                  /* percent, microseconds or probability (0..1) */
+} ts_fault;
+
+int ts_fault_parse(const char *spec, ts_fault *out, ts_error *err);
+
+/* The realized hardware of one fabric. Arrays are indexed by vertex. */
+typedef struct ts_model {
+    ts_model_params p;             /* a private copy (overrides included) */
+    int nvert;
+    double *link_us;               /* one-way latency of the vertex's uplink (root: 0) */
+    double *link_loss;             /* loss probability per traversal of the uplink */
+    double *host_us;               /* nodes: overhead per round trip */
+    unsigned char *dead;           /* nodes: never answers */
+} ts_model;
+
+/* Draw per-node and per-link variation from fabric_seed, apply overrides and faults (faults
+ * naming unknown links or nodes are TS_EINPUT). Also writes link_us/host_us into f's vertices
+ * so the truth can be printed and compared. */
+int ts_model_realize(ts_model *m, ts_fabric *f, const ts_model_params *p, uint64_t fabric_seed,
+                     const ts_fault *faults, int nfaults, ts_error *err);
+void ts_model_free(ts_model *m);
+/* Noise-free round trip: 2 * links + host part (no jitter, no interference). */
+double ts_model_base_rtt(const ts_model *m, const ts_fabric *f, int node_a, int node_b);
+
+#endif

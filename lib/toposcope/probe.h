@@ -1,0 +1,133 @@
+/* toposcope — probing: the transport interface, the per-pair sampler with its stopping rule,
+ * and the probe engine that runs rounds of disjoint pairs against a deadline.
+ *
+ * The engine and the planners never know which transport they drive: the simulator (virtual
+ * clock) or UDP sockets between node agents (real clock). A transport executes one round at a
+ * time; each pair samples with the shared ts_sampler, so the stopping rule is the same code in
+ * simulation and on real nodes. */
+#ifndef TOPOSCOPE_PROBE_H
+#define TOPOSCOPE_PROBE_H
+
+#include <stdint.h>
+#include "toposcope/error.h"
+
+typedef struct ts_pair {
+    int a, b;                      /* node indices; a initiates the ping-pong */
+} ts_pair;
+
+/* Confidence-interval stopping in the spirit of LogP/MPI: keep sampling until the
+ * confidence interval of the mean (outliers above median + 5 MAD set aside) is within
+ * eps of the mean, at least min_samples and at most max_samples. */
+typedef struct ts_stop_rule {
+    int min_samples;
+    int max_samples;
+    double eps;                    /* relative half-width, e.g. 0.03 */
+    double confidence;             /* two-sided level, e.g. 0.90 */
+    int max_lost;                  /* losses in a row after which the peer counts as unreachable */
+} ts_stop_rule;
+
+#define TS_SAMPLES_MAX 256         /* hard cap of max_samples */
+
+void ts_stop_rule_default(ts_stop_rule *r);
+int ts_stop_rule_check(const ts_stop_rule *r, ts_error *err);
+
+enum {
+    TS_PAIR_TIGHT = 1u << 0,       /* stopped because the interval was tight */
+    TS_PAIR_CAPPED = 1u << 1,      /* stopped at max_samples */
+    TS_PAIR_UNREACHABLE = 1u << 2, /* max_lost losses in a row, no sample */
+    TS_PAIR_DEADLINE = 1u << 3,    /* cut by the deadline */
+};
+
+typedef struct ts_pair_stats {
+    int a, b;
+    int samples;                   /* answered probes */
+    int lost;                      /* timed out probes */
+    unsigned flags;
+    double min_us, median_us, mad_us, mean_us;
+    double est_us;                 /* the estimate the planners use (see ts_sampler_finish) */
+    double ci_us;                  /* half-width of the confidence interval of est_us */
+    double time_us;                /* time the pair spent sampling, timeouts included */
+} ts_pair_stats;
+
+/* Sampler for one pair: feed it samples until ts_sampler_done() says stop. */
+typedef struct ts_sampler {
+    const ts_stop_rule *rule;
+    int n, lost, lost_run;
+    double x[TS_SAMPLES_MAX];
+    double time_us;
+} ts_sampler;
+
+void ts_sampler_start(ts_sampler *s, const ts_stop_rule *rule);
+void ts_sampler_add(ts_sampler *s, double rtt_us);
+void ts_sampler_add_loss(ts_sampler *s, double timeout_us);
+int ts_sampler_done(const ts_sampler *s);
+/* Summarize; flags gets TS_PAIR_DEADLINE or'ed in by the caller when cut short. */
+void ts_sampler_finish(const ts_sampler *s, int a, int b, ts_pair_stats *out);
+
+/* Robust statistics helpers (exposed for tests and other modules). */
+double ts_median(double *x, int n);            /* reorders x */
+double ts_mad(const double *x, int n, double median);  /* raw MAD (not scaled) */
+double ts_student_t(double confidence, int dof);       /* two-sided quantile */
+
+/* ---- transport interface ---- */
+typedef struct ts_transport ts_transport;
+typedef struct ts_transport_ops {
+    /* Run one round: pairs are disjoint (no node in two pairs); each samples with the rule
+     * until it stops or until deadline_us on this transport's clock. out[i] for pairs[i]. */
+    int (*run_round)(ts_transport *t, const ts_pair *pairs, int npairs, const ts_stop_rule *rule,
+                     double deadline_us, ts_pair_stats *out, ts_error *err);
+    double (*now_us)(ts_transport *t);
+    /* The leader decides from measured data: gather results from and scatter a plan to all
+     * agents. The simulator charges 2 * ceil(log2 N) round trips. */
+    int (*control_step)(ts_transport *t, double deadline_us, ts_error *err);
+} ts_transport_ops;
+
+struct ts_transport {
+    const ts_transport_ops *ops;
+    void *impl;
+    int nnodes;
+};
+
+/* ---- probe engine ---- */
+typedef struct ts_pairdb ts_pairdb;   /* measured pairs, keyed by unordered pair */
+
+typedef struct ts_probe_counters {
+    long probes;                   /* pairs measured (a pair measured twice counts twice) */
+    long samples;                  /* answered probes */
+    long lost;
+    long rounds;
+    long control_steps;
+} ts_probe_counters;
+
+typedef struct ts_probe_engine {
+    ts_transport *tp;
+    ts_stop_rule rule;
+    double start_us, deadline_us;  /* transport clock */
+    int partial;                   /* the deadline cut something */
+    ts_probe_counters count;
+    ts_pairdb *db;
+    int *busy_mark;                /* scratch for the disjointness check */
+    int busy_gen;
+} ts_probe_engine;
+
+int ts_probe_engine_init(ts_probe_engine *e, ts_transport *tp, const ts_stop_rule *rule,
+                         double budget_us, ts_error *err);
+void ts_probe_engine_free(ts_probe_engine *e);
+/* Run one round. Pairs must be disjoint (TS_EINPUT otherwise). Returns TS_ELIMIT without
+ * measuring when the deadline has passed (e->partial is set). out may be NULL. */
+int ts_probe_round(ts_probe_engine *e, const ts_pair *pairs, int npairs, ts_pair_stats *out,
+                   ts_error *err);
+/* Same, with a rule other than the engine's default for this round. */
+int ts_probe_round_rule(ts_probe_engine *e, const ts_pair *pairs, int npairs,
+                        const ts_stop_rule *rule, ts_pair_stats *out, ts_error *err);
+int ts_probe_control(ts_probe_engine *e, ts_error *err);
+double ts_probe_now(const ts_probe_engine *e);
+double ts_probe_remaining_us(const ts_probe_engine *e);
+/* Latest stats of an unordered pair, or NULL if never measured. */
+const ts_pair_stats *ts_probe_lookup(const ts_probe_engine *e, int a, int b);
+/* Estimate used for distances; NAN when unmeasured or unreachable. */
+double ts_probe_distance(const ts_probe_engine *e, int a, int b);
+long ts_probe_npairs(const ts_probe_engine *e);
+const ts_pair_stats *ts_probe_pair_at(const ts_probe_engine *e, long i);
+
+#endif
