@@ -27,7 +27,7 @@ UNIT_SRC  := $(sort $(wildcard tests/unit/t_*.c))
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%.t)
 HEADERS   := $(wildcard lib/toposcope/*.h lib/*.h tests/unit/*.h tools/*.h)
 
-.PHONY: all deps check unit asan fuzz bench clean demo
+.PHONY: all deps check unit asan fuzz bench clean
 all: $(LIB_A) $(CLI) $(UNIT_BIN)
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -63,12 +63,12 @@ asan:
 	  prove --exec '' $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%.t)
 
 FUZZ_SECONDS ?= 300
-FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-fuzz:
-	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_SRC)
 
 bench: all
 	@bench/run.sh
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
+
+# Each part of the project adds its own targets and programs in mk/*.mk (fuzz, testbed, ...).
+include $(sort $(wildcard mk/*.mk))
