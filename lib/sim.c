@@ -1,0 +1,194 @@
+/* toposcope — the simulator transport: virtual clock, noise, loss and interference. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "toposcope/rng.h"
+#include "toposcope/sim.h"
+
+#define SIM_PATH_MAX 256     /* links on one path; deeper trees are refused at create time */
+
+struct ts_sim {
+    ts_transport tp;
+    const ts_fabric *f;
+    const ts_model *m;
+    ts_rng rng;
+    double now_us;
+    double control_rtt_us;   /* the round trip one gather/scatter step costs */
+    int *link_flows;         /* per vertex: pairs of the current round using its uplink */
+};
+
+static double sim_now(ts_transport *t)
+{
+    return ((ts_sim *)t->impl)->now_us;
+}
+
+/* One ping-pong sample: the round trip in µs, or a negative value if the probe was lost.
+ * `extra_flows` is the sum over the path's links of (pairs on that link - 1). */
+static double sample_rtt(ts_sim *s, int va, int vb, const int *links, int nlinks, int extra_flows)
+{
+    const ts_model *m = s->m;
+    const ts_model_params *p = &m->p;
+    if (m->dead[va] || m->dead[vb])
+        return -1;
+    double survive = 1.0 - p->loss_prob;
+    double link_part = 0;
+    for (int i = 0; i < nlinks; i++) {
+        double l = m->link_loss[links[i]];
+        survive *= (1.0 - l) * (1.0 - l);     /* the request and the reply both cross it */
+        link_part += m->link_us[links[i]];
+    }
+    if (survive < 1.0 && ts_rng_uniform(&s->rng) >= survive)
+        return -1;
+    double host_part = 0.5 * (m->host_us[va] + m->host_us[vb]);
+    double rtt = 2.0 * link_part;
+    rtt += host_part * (p->jitter_sigma > 0 ? exp(p->jitter_sigma * ts_rng_normal(&s->rng)) : 1.0);
+    if (p->jitter_exp_mean_us > 0)
+        rtt += ts_rng_exponential(&s->rng, p->jitter_exp_mean_us);
+    if (p->outlier_prob > 0 && ts_rng_uniform(&s->rng) < p->outlier_prob)
+        rtt += ts_rng_range(&s->rng, p->outlier_min_us, p->outlier_max_us);
+    /* Ping-pong uses each link of its path in both directions, so every other pair on the
+     * link is an extra flow in the same direction twice per round trip. */
+    rtt += 2.0 * extra_flows * p->flow_penalty_us;
+    return rtt;
+}
+
+static int sim_run_round(ts_transport *t, const ts_pair *pairs, int npairs, const ts_stop_rule *rule,
+                         double deadline_us, ts_pair_stats *out, ts_error *err)
+{
+    ts_sim *s = t->impl;
+    const ts_fabric *f = s->f;
+    int links[SIM_PATH_MAX];
+    /* Count the pairs on each link first: they all run concurrently. */
+    for (int i = 0; i < npairs; i++) {
+        int va = f->node_vertex[pairs[i].a], vb = f->node_vertex[pairs[i].b];
+        int n = ts_fabric_path_links(f, va, vb, links, SIM_PATH_MAX);
+        for (int k = 0; k < n; k++)
+            s->link_flows[links[k]]++;
+    }
+    double start = s->now_us, longest = 0;
+    for (int i = 0; i < npairs; i++) {
+        int va = f->node_vertex[pairs[i].a], vb = f->node_vertex[pairs[i].b];
+        int n = ts_fabric_path_links(f, va, vb, links, SIM_PATH_MAX);
+        int extra = 0;
+        for (int k = 0; k < n; k++)
+            extra += s->link_flows[links[k]] - 1;
+        ts_sampler smp;
+        ts_sampler_start(&smp, rule);
+        int cut = 0;
+        while (!ts_sampler_done(&smp)) {
+            double rtt = sample_rtt(s, va, vb, links, n, extra);
+            double cost = rtt < 0 ? s->m->p.timeout_us : rtt;
+            if (start + smp.time_us + cost > deadline_us) {
+                cut = 1;
+                smp.time_us = deadline_us - start;   /* the probe in flight is abandoned */
+                break;
+            }
+            if (rtt < 0)
+                ts_sampler_add_loss(&smp, cost);
+            else
+                ts_sampler_add(&smp, rtt);
+        }
+        ts_sampler_finish(&smp, pairs[i].a, pairs[i].b, &out[i]);
+        if (cut)
+            out[i].flags |= TS_PAIR_DEADLINE;
+        if (out[i].time_us > longest)
+            longest = out[i].time_us;
+    }
+    for (int i = 0; i < npairs; i++) {
+        int va = f->node_vertex[pairs[i].a], vb = f->node_vertex[pairs[i].b];
+        int n = ts_fabric_path_links(f, va, vb, links, SIM_PATH_MAX);
+        for (int k = 0; k < n; k++)
+            s->link_flows[links[k]]--;
+    }
+    /* The round ends with its slowest pair (rounds are barrier-synchronised). */
+    s->now_us = start + longest;
+    (void)err;
+    return TS_OK;
+}
+
+static int sim_control_step(ts_transport *t, double deadline_us, ts_error *err)
+{
+    ts_sim *s = t->impl;
+    int steps = 0;
+    while ((1 << steps) < t->nnodes)
+        steps++;
+    double cost = 2.0 * steps * s->control_rtt_us;
+    if (s->now_us + cost > deadline_us) {
+        s->now_us = fmax(s->now_us, deadline_us);
+        return ts_fail(err, TS_ELIMIT, "the deadline passed during a control step");
+    }
+    s->now_us += cost;
+    return TS_OK;
+}
+
+static const ts_transport_ops sim_ops = {
+    .run_round = sim_run_round,
+    .now_us = sim_now,
+    .control_step = sim_control_step,
+};
+
+int ts_sim_create(ts_sim **out, const ts_fabric *truth, const ts_model *model, uint64_t run_seed,
+                  ts_error *err)
+{
+    *out = NULL;
+    if (truth->root == TS_NONE)
+        return ts_fail(err, TS_EINPUT, "the fabric is not finalized");
+    if (model->nvert != truth->nvert)
+        return ts_fail(err, TS_EINPUT, "the model was realized for another fabric");
+    if (2 * ts_fabric_max_depth(truth) > SIM_PATH_MAX)
+        return ts_fail(err, TS_ELIMIT, "the fabric is deeper than the simulator supports (%d levels)",
+                       SIM_PATH_MAX / 2);
+    ts_sim *s = calloc(1, sizeof *s);
+    if (!s)
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    s->link_flows = calloc((size_t)truth->nvert, sizeof(int));
+    if (!s->link_flows) {
+        free(s);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    s->f = truth;
+    s->m = model;
+    ts_rng_seed_stream(&s->rng, run_seed, 0x51u);
+    s->tp.ops = &sim_ops;
+    s->tp.impl = s;
+    s->tp.nnodes = truth->nnodes;
+    /* A control message travels between the leader and agents anywhere in the fabric: charge
+     * the longest round trip the model has (deepest node to deepest node through the root). */
+    double deepest = 0;
+    for (int i = 0; i < truth->nnodes; i++) {
+        double d = 0;
+        for (int x = truth->node_vertex[i]; x != truth->root; x = truth->v[x].parent)
+            d += model->link_us[x];
+        if (d > deepest)
+            deepest = d;
+    }
+    s->control_rtt_us = 4.0 * deepest + model->p.host_overhead_us + model->p.jitter_exp_mean_us;
+    *out = s;
+    return TS_OK;
+}
+
+void ts_sim_free(ts_sim *s)
+{
+    if (!s)
+        return;
+    free(s->link_flows);
+    free(s);
+}
+
+ts_transport *ts_sim_transport(ts_sim *s)
+{
+    return &s->tp;
+}
+
+double ts_sim_now_us(const ts_sim *s)
+{
+    return s->now_us;
+}
+
+double ts_sim_sample_once(ts_sim *s, int node_a, int node_b)
+{
+    int links[SIM_PATH_MAX];
+    int va = s->f->node_vertex[node_a], vb = s->f->node_vertex[node_b];
+    int n = ts_fabric_path_links(s->f, va, vb, links, SIM_PATH_MAX);
+    return sample_rtt(s, va, vb, links, n, 0);
+}
