@@ -1,0 +1,60 @@
+/* toposcope — tree inference from round-trip times.
+ *
+ * RTTs between nodes form (up to noise) an additive tree metric: every node's host overhead and
+ * access link are a pendant edge, every switch-to-switch link adds twice its one-way latency.
+ * Inference works in these RTT units on a growable tree (ts_utree) and converts the result to
+ * a ts_fabric: rooted at its centre, degree-2 switches contracted, switches named s1, s2, ...,
+ * link_us = one-way latency (half the RTT contribution; for a node's edge that includes half
+ * of its host overhead, which RTTs cannot separate from the access link). */
+#ifndef TOPOSCOPE_INFER_H
+#define TOPOSCOPE_INFER_H
+
+#include "toposcope/error.h"
+#include "toposcope/fabric.h"
+
+/* A tree under construction: every vertex but the root has a parent and the length (RTT µs)
+ * of the edge to it; node vertices carry their node index. */
+typedef struct ts_utree {
+    int nvert, cap;
+    int *parent;
+    double *len;
+    int *node;       /* node index, or TS_NONE for a switch */
+} ts_utree;
+
+void ts_utree_init(ts_utree *t);
+void ts_utree_free(ts_utree *t);
+/* Add a vertex under parent (TS_NONE for the root). Returns its index or a negative error. */
+int ts_utree_add(ts_utree *t, int parent, double len, int node);
+/* Split the edge above v at distance `from_v` (RTT µs) from v: returns the new switch. */
+int ts_utree_split_edge(ts_utree *t, int v, double from_v);
+
+/* Convert to a fabric rooted at the centre (minimum eccentricity switch), dropping switches
+ * with fewer than two other neighbours. names[i] is node i's name. */
+int ts_utree_to_fabric(const ts_utree *t, char *const *names, int nnodes, ts_fabric *out,
+                       ts_error *err);
+
+/* Distances between n nodes: d[a*n+b] (RTT µs, NAN where unknown) and the half-width of each
+ * estimate's confidence interval in ci (may be NULL). */
+typedef struct ts_distmat {
+    int n;
+    double *d;
+    double *ci;
+} ts_distmat;
+
+typedef struct ts_infer_report {
+    double tol_us;           /* merge tolerance used (RTT units) */
+    int reference;           /* node the Gromov products were taken from */
+    int nunmeasured;         /* nodes without any distance: left out of the tree */
+    int *unmeasured;         /* their indices (malloc'd; free with ts_infer_report_free) */
+} ts_infer_report;
+
+void ts_infer_report_free(ts_infer_report *r);
+
+/* Robust additive-tree reconstruction from a (possibly incomplete) matrix: Gromov products
+ * from a reference node, average-linkage clustering, then dendrogram edges shorter than the
+ * tolerance (derived from the measured spread when tol_us <= 0) contracted into multi-way
+ * switches. O(n^2) time and memory. */
+int ts_infer_matrix(const ts_distmat *dm, double tol_us, ts_utree *out, ts_infer_report *rep,
+                    ts_error *err);
+
+#endif
