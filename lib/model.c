@@ -1,0 +1,1051 @@
+/* toposcope — the latency model: built-in profiles, YAML parameters, injected faults and the
+ * realized hardware of one fabric (see toposcope/model.h and doc/params.md). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+#include "toposcope/model.h"
+#include "toposcope/rng.h"
+
+#define PARAMS_MAX_BYTES (1024 * 1024)
+#define PARAMS_MAX_DEPTH 8
+#define PARAMS_MAX_OVERRIDES 100000
+
+/* Stream ids under the fabric seed; one per purpose so that node and link draws never interact. */
+enum { STREAM_HOST = 0x686f7374, STREAM_LINK = 0x6c696e6b };
+
+/* ------------------------------------------------------------------------------------------ */
+/* Profiles                                                                                   */
+
+static void set_common(ts_model_params *p, const char *name)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->profile, sizeof p->profile, "%s", name);
+    for (int i = 0; i < TS_MODEL_MAX_LEVELS; i++)
+        p->level[i].latency_us = p->level[i].variation = NAN;
+    p->host_variation = 0.05;
+    p->link_variation = 0.10;
+}
+
+int ts_model_params_profile(ts_model_params *p, const char *profile, ts_error *err)
+{
+    if (!profile)
+        profile = "(null)";
+    if (strcmp(profile, "ethernet") == 0) {
+        set_common(p, profile);
+        p->host_overhead_us = 20;
+        p->link_latency_us = 2.5;
+        p->jitter_sigma = 0.05;
+        p->jitter_exp_mean_us = 2;
+        p->outlier_prob = 0.01;
+        p->outlier_min_us = 20;
+        p->outlier_max_us = 200;
+        p->loss_prob = 0;
+        p->timeout_us = 1000;
+        p->flow_penalty_us = 1;
+        return TS_OK;
+    }
+    if (strcmp(profile, "infiniband") == 0) {
+        set_common(p, profile);
+        p->host_overhead_us = 1.2;
+        p->link_latency_us = 0.1;
+        p->jitter_sigma = 0.02;
+        p->jitter_exp_mean_us = 0.05;
+        p->outlier_prob = 0.005;
+        p->outlier_min_us = 1;
+        p->outlier_max_us = 10;
+        p->loss_prob = 0;
+        p->timeout_us = 100;
+        p->flow_penalty_us = 0.05;
+        return TS_OK;
+    }
+    return ts_fail(err, TS_EINPUT, "unknown profile '%.200s' (expected ethernet or infiniband)", profile);
+}
+
+void ts_model_params_free(ts_model_params *p)
+{
+    if (!p)
+        return;
+    free(p->link_overrides);
+    free(p->host_overrides);
+    p->link_overrides = NULL;
+    p->host_overrides = NULL;
+    p->nlink_overrides = p->nhost_overrides = 0;
+}
+
+/* dst gets its own override arrays; dst's previous contents are not freed. */
+static int params_copy(ts_model_params *dst, const ts_model_params *src)
+{
+    *dst = *src;
+    dst->link_overrides = NULL;
+    dst->host_overrides = NULL;
+    if (src->nlink_overrides > 0) {
+        size_t sz = sizeof *src->link_overrides * (size_t)src->nlink_overrides;
+        dst->link_overrides = malloc(sz);
+        if (!dst->link_overrides)
+            goto oom;
+        memcpy(dst->link_overrides, src->link_overrides, sz);
+    } else {
+        dst->nlink_overrides = 0;
+    }
+    if (src->nhost_overrides > 0) {
+        size_t sz = sizeof *src->host_overrides * (size_t)src->nhost_overrides;
+        dst->host_overrides = malloc(sz);
+        if (!dst->host_overrides)
+            goto oom;
+        memcpy(dst->host_overrides, src->host_overrides, sz);
+    } else {
+        dst->nhost_overrides = 0;
+    }
+    return TS_OK;
+oom:
+    ts_model_params_free(dst);
+    return TS_ENOMEM;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Value ranges, shared by the YAML schema check and by ts_model_realize                      */
+
+typedef enum range_kind {
+    R_NONNEG,   /* finite, >= 0 */
+    R_PROB,     /* [0, 1] */
+    R_VAR,      /* [0, 1) */
+    R_SIGMA,    /* [0, 2] */
+} range_kind;
+
+static int in_range(double x, range_kind r)
+{
+    if (!isfinite(x) || x < 0)
+        return 0;
+    switch (r) {
+    case R_NONNEG: return 1;
+    case R_PROB:   return x <= 1;
+    case R_VAR:    return x < 1;
+    case R_SIGMA:  return x <= 2;
+    }
+    return 0;
+}
+
+static const char *range_text(range_kind r)
+{
+    switch (r) {
+    case R_NONNEG: return ">= 0";
+    case R_PROB:   return "in [0, 1]";
+    case R_VAR:    return "in [0, 1)";
+    case R_SIGMA:  return "in [0, 2]";
+    }
+    return "?";
+}
+
+/* Hand-built params (not from YAML) get the same checks, without a position. */
+static int params_validate(const ts_model_params *p, ts_error *err)
+{
+    const struct { const char *name; double v; range_kind r; } g[] = {
+        { "host_overhead_us", p->host_overhead_us, R_NONNEG },
+        { "host_variation", p->host_variation, R_VAR },
+        { "link_latency_us", p->link_latency_us, R_NONNEG },
+        { "link_variation", p->link_variation, R_VAR },
+        { "jitter.lognormal_sigma", p->jitter_sigma, R_SIGMA },
+        { "jitter.exp_mean_us", p->jitter_exp_mean_us, R_NONNEG },
+        { "outliers.probability", p->outlier_prob, R_PROB },
+        { "outliers.min_us", p->outlier_min_us, R_NONNEG },
+        { "outliers.max_us", p->outlier_max_us, R_NONNEG },
+        { "loss_probability", p->loss_prob, R_PROB },
+        { "timeout_us", p->timeout_us, R_NONNEG },
+        { "flow_penalty_us", p->flow_penalty_us, R_NONNEG },
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+        if (!in_range(g[i].v, g[i].r))
+            return ts_fail(err, TS_EINPUT, "model parameters: %s must be %s (got %g)", g[i].name,
+                           range_text(g[i].r), g[i].v);
+    if (p->outlier_min_us > p->outlier_max_us)
+        return ts_fail(err, TS_EINPUT, "model parameters: outliers.min_us (%g) exceeds max_us (%g)",
+                       p->outlier_min_us, p->outlier_max_us);
+    for (int k = 0; k < TS_MODEL_MAX_LEVELS; k++) {
+        const ts_level_params *l = &p->level[k];
+        if ((!isnan(l->latency_us) && !in_range(l->latency_us, R_NONNEG)) ||
+            (!isnan(l->variation) && !in_range(l->variation, R_VAR)))
+            return ts_fail(err, TS_EINPUT, "model parameters: level %d latency must be >= 0 and "
+                           "variation in [0, 1)", k);
+    }
+    for (int i = 0; i < p->nlink_overrides; i++) {
+        const ts_link_override *o = &p->link_overrides[i];
+        if ((!isnan(o->latency_us) && !in_range(o->latency_us, R_NONNEG)) ||
+            (!isnan(o->variation) && !in_range(o->variation, R_VAR)) ||
+            (!isnan(o->loss) && !in_range(o->loss, R_PROB)))
+            return ts_fail(err, TS_EINPUT, "model parameters: link override '%.200s' is out of range",
+                           o->name);
+    }
+    for (int i = 0; i < p->nhost_overrides; i++) {
+        const ts_host_override *o = &p->host_overrides[i];
+        if ((!isnan(o->overhead_us) && !in_range(o->overhead_us, R_NONNEG)) ||
+            (!isnan(o->variation) && !in_range(o->variation, R_VAR)))
+            return ts_fail(err, TS_EINPUT, "model parameters: host override '%.200s' is out of range",
+                           o->name);
+    }
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* YAML: events are collected into a flat tree (iteratively, depth-limited), then the tree is
+ * checked against the schema, whose own depth is fixed, so nothing recurses on the input.   */
+
+enum { Y_SCALAR, Y_MAP, Y_SEQ };
+
+typedef struct ynode {
+    int type;
+    int line, col;          /* 1-based */
+    char *text;             /* scalars, NUL-terminated */
+    size_t len;
+    int plain;              /* plain style: may be a number or null */
+    int first, last, next;  /* children (maps: key, value, key, value, ...) */
+    int n;
+} ynode;
+
+typedef struct ytree {
+    ynode *v;
+    int n, cap;
+} ytree;
+
+typedef struct yctx {
+    const char *src;
+    ts_error *err;
+    ytree t;
+} yctx;
+
+static int yfail_at(yctx *c, int line, int col, const char *fmt, ...) TS_PRINTF(4, 5);
+static int yfail_at(yctx *c, int line, int col, const char *fmt, ...)
+{
+    char msg[TS_ERROR_TEXT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ts_fail(c->err, TS_EINPUT, "%s:%d:%d: %s", c->src, line, col, msg);
+}
+
+#define yfail(c, node, ...) yfail_at((c), (node)->line, (node)->col, __VA_ARGS__)
+
+static void ytree_free(ytree *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free(t->v[i].text);
+    free(t->v);
+    t->v = NULL;
+    t->n = t->cap = 0;
+}
+
+static int ytree_add(yctx *c, int type, const yaml_mark_t *mark, int parent)
+{
+    ytree *t = &c->t;
+    if (t->n == t->cap) {
+        int cap = t->cap ? t->cap * 2 : 64;
+        ynode *v = realloc(t->v, sizeof *v * (size_t)cap);
+        if (!v)
+            return ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->src);
+        t->v = v;
+        t->cap = cap;
+    }
+    ynode *y = &t->v[t->n];
+    memset(y, 0, sizeof *y);
+    y->type = type;
+    y->line = (int)mark->line + 1;
+    y->col = (int)mark->column + 1;
+    y->first = y->last = y->next = -1;
+    if (parent >= 0) {
+        ynode *p = &t->v[parent];
+        if (p->last >= 0)
+            t->v[p->last].next = t->n;
+        else
+            p->first = t->n;
+        p->last = t->n;
+        p->n++;
+    }
+    return t->n++;
+}
+
+static int syntax_error(yctx *c, const yaml_parser_t *ps)
+{
+    const char *problem = ps->problem ? ps->problem : "malformed YAML";
+    yaml_mark_t m = ps->problem_mark;
+    if (ps->error == YAML_READER_ERROR)
+        return ts_fail(c->err, TS_EINPUT, "%s: YAML syntax error at byte %zu: %s", c->src,
+                       ps->problem_offset, problem);
+    if (ps->error == YAML_MEMORY_ERROR)
+        return ts_fail(c->err, TS_ENOMEM, "%s: out of memory while parsing YAML", c->src);
+    if (ps->context)
+        return ts_fail(c->err, TS_EINPUT, "%s:%zu:%zu: YAML syntax error: %s %s", c->src,
+                       m.line + 1, m.column + 1, problem, ps->context);
+    return ts_fail(c->err, TS_EINPUT, "%s:%zu:%zu: YAML syntax error: %s", c->src, m.line + 1,
+                   m.column + 1, problem);
+}
+
+/* Builds c->t; returns the root node index, -1 for an empty stream, or a negative error < -1. */
+static int ytree_build(yctx *c, const char *text, size_t len, int *root)
+{
+    yaml_parser_t ps;
+    yaml_event_t ev;
+    int stack[PARAMS_MAX_DEPTH];
+    int depth = 0, ndocs = 0, rc = TS_OK, done = 0;
+
+    *root = -1;
+    if (!yaml_parser_initialize(&ps))
+        return ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->src);
+    yaml_parser_set_input_string(&ps, (const unsigned char *)text, len);
+    while (!done && rc == TS_OK) {
+        if (!yaml_parser_parse(&ps, &ev)) {
+            rc = syntax_error(c, &ps);
+            break;
+        }
+        int parent = depth > 0 ? stack[depth - 1] : -1;
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT:
+            done = 1;
+            break;
+        case YAML_DOCUMENT_START_EVENT:
+            if (++ndocs > 1)
+                rc = yfail_at(c, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                              "only one YAML document is allowed");
+            break;
+        case YAML_ALIAS_EVENT:
+            /* Aliases would let a small file expand into a huge one; parameters never need them. */
+            rc = yfail_at(c, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                          "YAML aliases (*name) are not supported");
+            break;
+        case YAML_SCALAR_EVENT: {
+            if (memchr(ev.data.scalar.value, '\0', ev.data.scalar.length)) {
+                rc = yfail_at(c, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                              "a NUL character inside a value is not allowed");
+                break;
+            }
+            int i = ytree_add(c, Y_SCALAR, &ev.start_mark, parent);
+            if (i < 0) {
+                rc = i;
+                break;
+            }
+            ynode *y = &c->t.v[i];
+            y->text = malloc(ev.data.scalar.length + 1);
+            if (!y->text) {
+                rc = ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->src);
+                break;
+            }
+            memcpy(y->text, ev.data.scalar.value, ev.data.scalar.length);
+            y->text[ev.data.scalar.length] = '\0';
+            y->len = ev.data.scalar.length;
+            y->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+            if (parent < 0)
+                *root = i;
+            break;
+        }
+        case YAML_MAPPING_START_EVENT:
+        case YAML_SEQUENCE_START_EVENT: {
+            if (depth == PARAMS_MAX_DEPTH) {
+                rc = ts_fail(c->err, TS_ELIMIT, "%s:%zu:%zu: nesting deeper than %d levels",
+                             c->src, ev.start_mark.line + 1, ev.start_mark.column + 1,
+                             PARAMS_MAX_DEPTH);
+                break;
+            }
+            int i = ytree_add(c, ev.type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ,
+                              &ev.start_mark, parent);
+            if (i < 0) {
+                rc = i;
+                break;
+            }
+            if (parent < 0)
+                *root = i;
+            stack[depth++] = i;
+            break;
+        }
+        case YAML_MAPPING_END_EVENT:
+        case YAML_SEQUENCE_END_EVENT:
+            if (depth > 0)
+                depth--;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&ps);
+    return rc;
+}
+
+static const char *type_name(const ynode *y)
+{
+    return y->type == Y_MAP ? "a mapping" : y->type == Y_SEQ ? "a list" : "a scalar";
+}
+
+static int is_null(const ynode *y)
+{
+    return y->type == Y_SCALAR && y->plain &&
+           (y->len == 0 || strcmp(y->text, "~") == 0 || strcmp(y->text, "null") == 0 ||
+            strcmp(y->text, "Null") == 0 || strcmp(y->text, "NULL") == 0);
+}
+
+static int get_number(yctx *c, const ynode *y, const char *key, range_kind r, double *out)
+{
+    if (y->type != Y_SCALAR || !y->plain || y->len == 0)
+        return yfail(c, y, "'%s' must be a number %s, not %s", key, range_text(r),
+                     y->type == Y_SCALAR ? (y->plain ? "an empty value" : "a quoted string")
+                                         : type_name(y));
+    /* strtod alone would also take hex floats, "inf", "nan" and leading blanks */
+    const char *s = y->text;
+    if (*s == '+' || *s == '-')
+        s++;
+    if (!((*s >= '0' && *s <= '9') || *s == '.'))
+        return yfail(c, y, "'%s' must be a number %s, got '%.64s'", key, range_text(r), y->text);
+    for (const char *q = s; *q; q++)
+        if (*q == 'x' || *q == 'X')
+            return yfail(c, y, "'%s' must be a decimal number, got '%.64s'", key, y->text);
+    char *end;
+    errno = 0;
+    double v = strtod(y->text, &end);
+    if (end == y->text || *end != '\0')
+        return yfail(c, y, "'%s' must be a number %s, got '%.64s'", key, range_text(r), y->text);
+    if (!in_range(v, r))
+        return yfail(c, y, "'%s' must be %s (got %.64s)", key, range_text(r), y->text);
+    *out = v;
+    return TS_OK;
+}
+
+static int get_name(yctx *c, const ynode *y, const char *key, char *out)
+{
+    if (y->type != Y_SCALAR || y->len == 0)
+        return yfail(c, y, "'%s' must be a non-empty name, not %s", key,
+                     y->type == Y_SCALAR ? "an empty value" : type_name(y));
+    if (y->len >= TS_NAME_MAX)
+        return yfail(c, y, "'%s' is longer than %d characters", key, TS_NAME_MAX - 1);
+    memcpy(out, y->text, y->len + 1);
+    return TS_OK;
+}
+
+/* Checks that y is a mapping with scalar keys drawn from `allowed` and no key twice. */
+static int check_map(yctx *c, const ynode *y, const char *what, const char *const *allowed,
+                     const char *allowed_text)
+{
+    if (y->type != Y_MAP)
+        return yfail(c, y, "%s must be a mapping with keys %s, not %s", what, allowed_text,
+                     type_name(y));
+    const ynode *v = c->t.v;
+    for (int k = y->first; k >= 0; k = v[v[k].next].next) {
+        if (v[k].type != Y_SCALAR)
+            return yfail(c, &v[k], "%s: keys must be plain names, not %s", what, type_name(&v[k]));
+        if (allowed) {
+            int known = 0;
+            for (int a = 0; allowed[a] && !known; a++)
+                known = strcmp(allowed[a], v[k].text) == 0;
+            if (!known)
+                return yfail(c, &v[k], "unknown key '%.64s' in %s (allowed: %s)", v[k].text, what,
+                             allowed_text);
+        }
+        /* maps are small except `levels` (at most 16 keys), so a quadratic check is fine */
+        for (int j = y->first; j != k; j = v[v[j].next].next)
+            if (v[j].type == Y_SCALAR && strcmp(v[j].text, v[k].text) == 0)
+                return yfail(c, &v[k], "duplicate key '%.64s' in %s", v[k].text, what);
+    }
+    return TS_OK;
+}
+
+static int apply_levels(yctx *c, const ynode *y, ts_model_params *q)
+{
+    static const char *const lkeys[] = { "latency_us", "variation", NULL };
+    const ynode *v = c->t.v;
+    if (is_null(y))
+        return TS_OK;
+    int rc = check_map(c, y, "levels", NULL, "access, 1..15");
+    if (rc)
+        return rc;
+    for (int k = y->first; k >= 0; k = v[v[k].next].next) {
+        const ynode *key = &v[k], *val = &v[key->next];
+        int lv = -1;
+        if (strcmp(key->text, "access") == 0) {
+            lv = 0;
+        } else if (key->len >= 1 && key->len <= 2 && key->text[0] >= '1' && key->text[0] <= '9' &&
+                   (key->len == 1 || (key->text[1] >= '0' && key->text[1] <= '9'))) {
+            lv = atoi(key->text);
+        }
+        if (lv < 0 || lv >= TS_MODEL_MAX_LEVELS)
+            return yfail(c, key, "unknown level '%.64s' in levels (allowed: access or 1..%d)",
+                         key->text, TS_MODEL_MAX_LEVELS - 1);
+        char what[96];
+        snprintf(what, sizeof what, "levels.%s", key->text);
+        if ((rc = check_map(c, val, what, lkeys, "latency_us, variation")))
+            return rc;
+        for (int j = val->first; j >= 0; j = v[v[j].next].next) {
+            const ynode *lk = &v[j], *lval = &v[lk->next];
+            if (strcmp(lk->text, "latency_us") == 0)
+                rc = get_number(c, lval, "latency_us", R_NONNEG, &q->level[lv].latency_us);
+            else
+                rc = get_number(c, lval, "variation", R_VAR, &q->level[lv].variation);
+            if (rc)
+                return rc;
+        }
+    }
+    return TS_OK;
+}
+
+static int grow(yctx *c, void **arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return TS_OK;
+    int ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *a = realloc(*arr, elem * (size_t)ncap);
+    if (!a)
+        return ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->src);
+    *arr = a;
+    *cap = ncap;
+    return TS_OK;
+}
+
+static int check_override_count(yctx *c, const ynode *y, const ts_model_params *q, int more)
+{
+    if ((long)q->nlink_overrides + q->nhost_overrides + more > PARAMS_MAX_OVERRIDES)
+        return ts_fail(c->err, TS_ELIMIT, "%s:%d:%d: more than %d link and host overrides",
+                       c->src, y->line, y->col, PARAMS_MAX_OVERRIDES);
+    return TS_OK;
+}
+
+static int apply_links(yctx *c, const ynode *y, ts_model_params *q)
+{
+    static const char *const keys[] = { "link", "latency_us", "variation", "loss", NULL };
+    const ynode *v = c->t.v;
+    if (is_null(y))
+        return TS_OK;
+    if (y->type != Y_SEQ)
+        return yfail(c, y, "'links' must be a list of {link: NAME, latency_us, variation, loss}, "
+                     "not %s", type_name(y));
+    int rc = check_override_count(c, y, q, y->n);
+    if (rc)
+        return rc;
+    int cap = q->nlink_overrides;
+    if ((rc = grow(c, (void **)&q->link_overrides, &cap, q->nlink_overrides + y->n,
+                   sizeof *q->link_overrides)))
+        return rc;
+    for (int e = y->first; e >= 0; e = v[e].next) {
+        if ((rc = check_map(c, &v[e], "a links entry", keys, "link, latency_us, variation, loss")))
+            return rc;
+        ts_link_override o = { .latency_us = NAN, .variation = NAN, .loss = NAN };
+        int named = 0;
+        for (int k = v[e].first; k >= 0 && !rc; k = v[v[k].next].next) {
+            const ynode *key = &v[k], *val = &v[key->next];
+            if (strcmp(key->text, "link") == 0) {
+                rc = get_name(c, val, "link", o.name);
+                named = 1;
+            } else if (strcmp(key->text, "latency_us") == 0) {
+                rc = get_number(c, val, "latency_us", R_NONNEG, &o.latency_us);
+            } else if (strcmp(key->text, "variation") == 0) {
+                rc = get_number(c, val, "variation", R_VAR, &o.variation);
+            } else {
+                rc = get_number(c, val, "loss", R_PROB, &o.loss);
+            }
+        }
+        if (rc)
+            return rc;
+        if (!named)
+            return yfail(c, &v[e], "a links entry needs 'link: NAME' (a node or switch name)");
+        q->link_overrides[q->nlink_overrides++] = o;
+    }
+    return TS_OK;
+}
+
+static int apply_hosts(yctx *c, const ynode *y, ts_model_params *q)
+{
+    static const char *const keys[] = { "node", "overhead_us", "variation", NULL };
+    const ynode *v = c->t.v;
+    if (is_null(y))
+        return TS_OK;
+    if (y->type != Y_SEQ)
+        return yfail(c, y, "'hosts' must be a list of {node: NAME, overhead_us, variation}, not %s",
+                     type_name(y));
+    int rc = check_override_count(c, y, q, y->n);
+    if (rc)
+        return rc;
+    int cap = q->nhost_overrides;
+    if ((rc = grow(c, (void **)&q->host_overrides, &cap, q->nhost_overrides + y->n,
+                   sizeof *q->host_overrides)))
+        return rc;
+    for (int e = y->first; e >= 0; e = v[e].next) {
+        if ((rc = check_map(c, &v[e], "a hosts entry", keys, "node, overhead_us, variation")))
+            return rc;
+        ts_host_override o = { .overhead_us = NAN, .variation = NAN };
+        int named = 0;
+        for (int k = v[e].first; k >= 0 && !rc; k = v[v[k].next].next) {
+            const ynode *key = &v[k], *val = &v[key->next];
+            if (strcmp(key->text, "node") == 0) {
+                rc = get_name(c, val, "node", o.name);
+                named = 1;
+            } else if (strcmp(key->text, "overhead_us") == 0) {
+                rc = get_number(c, val, "overhead_us", R_NONNEG, &o.overhead_us);
+            } else {
+                rc = get_number(c, val, "variation", R_VAR, &o.variation);
+            }
+        }
+        if (rc)
+            return rc;
+        if (!named)
+            return yfail(c, &v[e], "a hosts entry needs 'node: NAME'");
+        q->host_overrides[q->nhost_overrides++] = o;
+    }
+    return TS_OK;
+}
+
+static const char *const top_keys[] = {
+    "profile", "host_overhead_us", "host_variation", "link_latency_us", "link_variation",
+    "jitter", "outliers", "loss_probability", "timeout_us", "flow_penalty_us", "levels", "links",
+    "hosts", NULL
+};
+#define TOP_KEYS_TEXT "profile, host_overhead_us, host_variation, link_latency_us, " \
+    "link_variation, jitter, outliers, loss_probability, timeout_us, flow_penalty_us, levels, " \
+    "links, hosts"
+
+static int apply_top(yctx *c, const ynode *key, const ynode *val, ts_model_params *q,
+                     const ynode **outliers_at)
+{
+    static const char *const jkeys[] = { "lognormal_sigma", "exp_mean_us", NULL };
+    static const char *const okeys[] = { "probability", "min_us", "max_us", NULL };
+    const ynode *v = c->t.v;
+    const char *k = key->text;
+    int rc;
+    const struct { const char *name; double *dst; range_kind r; } num[] = {
+        { "host_overhead_us", &q->host_overhead_us, R_NONNEG },
+        { "host_variation", &q->host_variation, R_VAR },
+        { "link_latency_us", &q->link_latency_us, R_NONNEG },
+        { "link_variation", &q->link_variation, R_VAR },
+        { "loss_probability", &q->loss_prob, R_PROB },
+        { "timeout_us", &q->timeout_us, R_NONNEG },
+        { "flow_penalty_us", &q->flow_penalty_us, R_NONNEG },
+    };
+    for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
+        if (strcmp(k, num[i].name) == 0)
+            return get_number(c, val, k, num[i].r, num[i].dst);
+    if (strcmp(k, "profile") == 0)
+        return TS_OK;                       /* handled before every other key */
+    if (strcmp(k, "jitter") == 0) {
+        if ((rc = check_map(c, val, "'jitter'", jkeys, "lognormal_sigma, exp_mean_us")))
+            return rc;
+        for (int j = val->first; j >= 0 && !rc; j = v[v[j].next].next) {
+            if (strcmp(v[j].text, "lognormal_sigma") == 0)
+                rc = get_number(c, &v[v[j].next], "jitter.lognormal_sigma", R_SIGMA, &q->jitter_sigma);
+            else
+                rc = get_number(c, &v[v[j].next], "jitter.exp_mean_us", R_NONNEG,
+                                &q->jitter_exp_mean_us);
+        }
+        return rc;
+    }
+    if (strcmp(k, "outliers") == 0) {
+        if ((rc = check_map(c, val, "'outliers'", okeys, "probability, min_us, max_us")))
+            return rc;
+        *outliers_at = val;
+        for (int j = val->first; j >= 0 && !rc; j = v[v[j].next].next) {
+            const ynode *ov = &v[v[j].next];
+            if (strcmp(v[j].text, "probability") == 0)
+                rc = get_number(c, ov, "outliers.probability", R_PROB, &q->outlier_prob);
+            else if (strcmp(v[j].text, "min_us") == 0)
+                rc = get_number(c, ov, "outliers.min_us", R_NONNEG, &q->outlier_min_us);
+            else
+                rc = get_number(c, ov, "outliers.max_us", R_NONNEG, &q->outlier_max_us);
+        }
+        return rc;
+    }
+    if (strcmp(k, "levels") == 0)
+        return apply_levels(c, val, q);
+    if (strcmp(k, "links") == 0)
+        return apply_links(c, val, q);
+    return apply_hosts(c, val, q);
+}
+
+static int apply_document(yctx *c, int root, ts_model_params *q)
+{
+    const ynode *v = c->t.v;
+    if (root < 0 || is_null(&v[root]))
+        return TS_OK;                       /* an empty file changes nothing */
+    int rc = check_map(c, &v[root], "the parameter file", top_keys, TOP_KEYS_TEXT);
+    if (rc)
+        return rc;
+    for (int k = v[root].first; k >= 0; k = v[v[k].next].next) {
+        if (strcmp(v[k].text, "profile") != 0)
+            continue;
+        const ynode *val = &v[v[k].next];
+        if (val->type != Y_SCALAR)
+            return yfail(c, val, "'profile' must be ethernet or infiniband, not %s", type_name(val));
+        if (strcmp(val->text, "ethernet") != 0 && strcmp(val->text, "infiniband") != 0)
+            return yfail(c, val, "unknown profile '%.64s' (allowed: ethernet, infiniband)", val->text);
+        ts_model_params_free(q);
+        ts_model_params_profile(q, val->text, NULL);
+    }
+    const ynode *outliers_at = NULL;
+    for (int k = v[root].first; k >= 0; k = v[v[k].next].next)
+        if ((rc = apply_top(c, &v[k], &v[v[k].next], q, &outliers_at)))
+            return rc;
+    if (q->outlier_min_us > q->outlier_max_us) {
+        if (outliers_at)
+            return yfail(c, outliers_at, "outliers: min_us (%g) must not exceed max_us (%g)",
+                         q->outlier_min_us, q->outlier_max_us);
+        return ts_fail(c->err, TS_EINPUT, "%s: outliers: min_us (%g) must not exceed max_us (%g)",
+                       c->src, q->outlier_min_us, q->outlier_max_us);
+    }
+    return TS_OK;
+}
+
+int ts_model_params_parse_yaml(ts_model_params *p, const char *text, size_t len,
+                               const char *source, ts_error *err)
+{
+    yctx c = { .src = source ? source : "<input>", .err = err };
+    if (len > PARAMS_MAX_BYTES)
+        return ts_fail(err, TS_ELIMIT, "%s: parameter file is larger than %d bytes", c.src,
+                       PARAMS_MAX_BYTES);
+    if (!text && len)
+        return ts_fail(err, TS_EINPUT, "%s: no input", c.src);
+    int root;
+    int rc = ytree_build(&c, text ? text : "", len, &root);
+    if (rc) {
+        ytree_free(&c.t);
+        return rc;
+    }
+    ts_model_params q;
+    if (params_copy(&q, p) != TS_OK) {
+        ytree_free(&c.t);
+        return ts_fail(err, TS_ENOMEM, "%s: out of memory", c.src);
+    }
+    rc = apply_document(&c, root, &q);
+    ytree_free(&c.t);
+    if (rc) {
+        ts_model_params_free(&q);
+        return rc;
+    }
+    ts_model_params_free(p);
+    *p = q;
+    return TS_OK;
+}
+
+int ts_model_params_load_yaml(ts_model_params *p, const char *path, ts_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return ts_fail(err, TS_ESYS, "%s: %s", path, strerror(errno));
+    char *buf = malloc(PARAMS_MAX_BYTES + 1);
+    if (!buf) {
+        fclose(fp);
+        return ts_fail(err, TS_ENOMEM, "%s: out of memory", path);
+    }
+    size_t n = fread(buf, 1, PARAMS_MAX_BYTES + 1, fp);
+    int bad = ferror(fp);
+    int saved = errno;
+    fclose(fp);
+    int rc;
+    if (bad)
+        rc = ts_fail(err, TS_ESYS, "%s: %s", path, strerror(saved));
+    else
+        rc = ts_model_params_parse_yaml(p, buf, n, path, err);   /* n > max is refused there */
+    free(buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Faults                                                                                     */
+
+#define FAULT_FORMS "degrade:LINK:+PCT%, degrade:LINK:+USus, loss:LINK:PCT%, dead:NODE or " \
+    "slowhost:NODE:+USus"
+
+/* A non-negative decimal with an optional leading '+', followed by exactly `suffix`. */
+static int parse_amount(const char *s, const char *suffix, double *out)
+{
+    if (*s == '+')
+        s++;
+    if (!((*s >= '0' && *s <= '9') || *s == '.'))
+        return -1;
+    for (const char *q = s; *q; q++)
+        if (*q == 'x' || *q == 'X')
+            return -1;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || strcmp(end, suffix) != 0 || !isfinite(v) || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int ts_fault_parse(const char *spec, ts_fault *out, ts_error *err)
+{
+    if (!spec || !*spec)
+        return ts_fail(err, TS_EINPUT, "empty fault (expected %s)", FAULT_FORMS);
+    const char *c1 = strchr(spec, ':');
+    if (!c1)
+        return ts_fail(err, TS_EINPUT, "fault '%.200s': expected %s", spec, FAULT_FORMS);
+    size_t klen = (size_t)(c1 - spec);
+    const char *target = c1 + 1;
+    const char *c2 = strchr(target, ':');
+    size_t tlen = c2 ? (size_t)(c2 - target) : strlen(target);
+    const char *amount = c2 ? c2 + 1 : NULL;
+    ts_fault f;
+    memset(&f, 0, sizeof f);
+    const char *form;
+
+    if (klen == 7 && strncmp(spec, "degrade", 7) == 0) {
+        form = "degrade:LINK:+PCT% or degrade:LINK:+USus";
+        f.kind = TS_FAULT_DEGRADE_PCT;
+    } else if (klen == 4 && strncmp(spec, "loss", 4) == 0) {
+        form = "loss:LINK:PCT%";
+        f.kind = TS_FAULT_LOSS;
+    } else if (klen == 4 && strncmp(spec, "dead", 4) == 0) {
+        form = "dead:NODE";
+        f.kind = TS_FAULT_DEAD;
+    } else if (klen == 8 && strncmp(spec, "slowhost", 8) == 0) {
+        form = "slowhost:NODE:+USus";
+        f.kind = TS_FAULT_SLOWHOST;
+    } else {
+        return ts_fail(err, TS_EINPUT, "fault '%.200s': unknown kind '%.*s' (expected %s)", spec,
+                       (int)(klen > 64 ? 64 : klen), spec, FAULT_FORMS);
+    }
+    if (tlen == 0)
+        return ts_fail(err, TS_EINPUT, "fault '%.200s': missing name (expected %s)", spec, form);
+    if (tlen >= TS_NAME_MAX)
+        return ts_fail(err, TS_EINPUT, "fault '%.200s': name longer than %d characters", spec,
+                       TS_NAME_MAX - 1);
+    memcpy(f.target, target, tlen);
+    f.target[tlen] = '\0';
+
+    if (f.kind == TS_FAULT_DEAD) {
+        if (amount)
+            return ts_fail(err, TS_EINPUT, "fault '%.200s': unexpected ':%.64s' (expected %s)",
+                           spec, amount, form);
+        *out = f;
+        return TS_OK;
+    }
+    if (!amount || !*amount)
+        return ts_fail(err, TS_EINPUT, "fault '%.200s': missing amount (expected %s)", spec, form);
+    if (strchr(amount, ':'))
+        return ts_fail(err, TS_EINPUT, "fault '%.200s': too many ':' fields (expected %s)", spec,
+                       form);
+    switch (f.kind) {
+    case TS_FAULT_DEGRADE_PCT:
+        if (parse_amount(amount, "%", &f.value) == 0)
+            break;
+        if (parse_amount(amount, "us", &f.value) == 0) {
+            f.kind = TS_FAULT_DEGRADE_US;
+            break;
+        }
+        return ts_fail(err, TS_EINPUT, "fault '%.200s': bad amount '%.64s' (expected %s, "
+                       "a non-negative number)", spec, amount, form);
+    case TS_FAULT_LOSS:
+        if (parse_amount(amount, "%", &f.value) != 0 || f.value > 100)
+            return ts_fail(err, TS_EINPUT, "fault '%.200s': bad amount '%.64s' (expected %s, "
+                           "a percentage 0..100)", spec, amount, form);
+        f.value /= 100;
+        break;
+    default:
+        if (parse_amount(amount, "us", &f.value) != 0)
+            return ts_fail(err, TS_EINPUT, "fault '%.200s': bad amount '%.64s' (expected %s, "
+                           "a non-negative number)", spec, amount, form);
+        break;
+    }
+    *out = f;
+    return TS_OK;
+}
+
+/* Rebuilds the user's spelling for messages; ts_fault does not keep the original text. */
+static void fault_text(const ts_fault *f, char *buf, size_t n)
+{
+    switch (f->kind) {
+    case TS_FAULT_DEGRADE_PCT: snprintf(buf, n, "degrade:%s:+%g%%", f->target, f->value); break;
+    case TS_FAULT_DEGRADE_US:  snprintf(buf, n, "degrade:%s:+%gus", f->target, f->value); break;
+    case TS_FAULT_LOSS:        snprintf(buf, n, "loss:%s:%g%%", f->target, f->value * 100); break;
+    case TS_FAULT_DEAD:        snprintf(buf, n, "dead:%s", f->target); break;
+    case TS_FAULT_SLOWHOST:    snprintf(buf, n, "slowhost:%s:+%gus", f->target, f->value); break;
+    default:                   snprintf(buf, n, "?:%s", f->target); break;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Realized hardware                                                                          */
+
+void ts_model_free(ts_model *m)
+{
+    if (!m)
+        return;
+    ts_model_params_free(&m->p);
+    free(m->link_us);
+    free(m->link_loss);
+    free(m->host_us);
+    free(m->dead);
+    m->link_us = m->link_loss = m->host_us = NULL;
+    m->dead = NULL;
+    m->nvert = 0;
+}
+
+static int link_level(const ts_vertex *x)
+{
+    if (x->kind == TS_NODE)
+        return 0;
+    /* a switch with nothing below has height 0 after finalize, but it is still an uplink */
+    return x->height < 1 ? 1 : x->height;
+}
+
+static int apply_faults(ts_model *m, const ts_fabric *f, const ts_fault *faults, int nfaults,
+                        ts_error *err)
+{
+    for (int i = 0; i < nfaults; i++) {
+        const ts_fault *ft = &faults[i];
+        char spec[TS_NAME_MAX + 64];
+        fault_text(ft, spec, sizeof spec);
+        int x = ts_fabric_find(f, ft->target);
+        if (x == TS_NONE)
+            return ts_fail(err, TS_EINPUT, "fault '%s': no link or node named '%s'", spec, ft->target);
+        int needs_node = ft->kind == TS_FAULT_DEAD || ft->kind == TS_FAULT_SLOWHOST;
+        if (needs_node && f->v[x].kind != TS_NODE)
+            return ts_fail(err, TS_EINPUT, "fault '%s': '%s' is a switch, not a node", spec,
+                           ft->target);
+        if (!needs_node && x == f->root)
+            return ts_fail(err, TS_EINPUT, "fault '%s': '%s' is the root switch and has no uplink",
+                           spec, ft->target);
+        if (!isfinite(ft->value) || ft->value < 0 || (ft->kind == TS_FAULT_LOSS && ft->value > 1))
+            return ts_fail(err, TS_EINPUT, "fault '%s': value out of range", spec);
+        switch (ft->kind) {
+        case TS_FAULT_DEGRADE_PCT: m->link_us[x] *= 1 + ft->value / 100; break;
+        case TS_FAULT_DEGRADE_US:  m->link_us[x] += ft->value; break;
+        case TS_FAULT_LOSS:        m->link_loss[x] = ft->value; break;
+        case TS_FAULT_DEAD:        m->dead[x] = 1; break;
+        case TS_FAULT_SLOWHOST:    m->host_us[x] += ft->value; break;
+        default:
+            return ts_fail(err, TS_EINPUT, "fault '%s': unknown kind", spec);
+        }
+    }
+    return TS_OK;
+}
+
+static int realize(ts_model *m, ts_fabric *f, uint64_t fabric_seed, const ts_fault *faults,
+                   int nfaults, ts_error *err)
+{
+    const ts_model_params *p = &m->p;
+    int n = f->nvert;
+    /* nominal values and variations before drawing, so overrides never shift the draws */
+    double *lat = malloc(sizeof(double) * (size_t)n), *var = malloc(sizeof(double) * (size_t)n);
+    if (!lat || !var) {
+        free(lat);
+        free(var);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        const ts_vertex *x = &f->v[i];
+        int lv = link_level(x);
+        lat[i] = p->link_latency_us;
+        var[i] = p->link_variation;
+        if (lv < TS_MODEL_MAX_LEVELS) {
+            if (!isnan(p->level[lv].latency_us))
+                lat[i] = p->level[lv].latency_us;
+            if (!isnan(p->level[lv].variation))
+                var[i] = p->level[lv].variation;
+        }
+        m->host_us[i] = x->kind == TS_NODE ? p->host_overhead_us : 0;
+    }
+    int rc = TS_OK;
+    for (int i = 0; i < p->nlink_overrides && rc == TS_OK; i++) {
+        const ts_link_override *o = &p->link_overrides[i];
+        int x = ts_fabric_find(f, o->name);
+        if (x == TS_NONE)
+            rc = ts_fail(err, TS_EINPUT, "link override: no link named '%s' (name a node or a "
+                         "switch)", o->name);
+        else if (x == f->root)
+            rc = ts_fail(err, TS_EINPUT, "link override: '%s' is the root switch and has no "
+                         "uplink", o->name);
+        else {
+            if (!isnan(o->latency_us))
+                lat[x] = o->latency_us;
+            if (!isnan(o->variation))
+                var[x] = o->variation;
+            if (!isnan(o->loss))
+                m->link_loss[x] = o->loss;
+        }
+    }
+    /* host nominal values are kept in host_us and their variations in a second pass below */
+    double *hvar = rc == TS_OK ? malloc(sizeof(double) * (size_t)n) : NULL;
+    if (rc == TS_OK && !hvar)
+        rc = ts_fail(err, TS_ENOMEM, "out of memory");
+    for (int i = 0; rc == TS_OK && i < n; i++)
+        hvar[i] = p->host_variation;
+    for (int i = 0; i < p->nhost_overrides && rc == TS_OK; i++) {
+        const ts_host_override *o = &p->host_overrides[i];
+        int x = ts_fabric_find(f, o->name);
+        if (x == TS_NONE)
+            rc = ts_fail(err, TS_EINPUT, "host override: no node named '%s'", o->name);
+        else if (f->v[x].kind != TS_NODE)
+            rc = ts_fail(err, TS_EINPUT, "host override: '%s' is a switch; hosts must be nodes",
+                         o->name);
+        else {
+            if (!isnan(o->overhead_us))
+                m->host_us[x] = o->overhead_us;
+            if (!isnan(o->variation))
+                hvar[x] = o->variation;
+        }
+    }
+    if (rc == TS_OK) {
+        ts_rng hr, lr;
+        ts_rng_seed_stream(&hr, fabric_seed, STREAM_HOST);
+        ts_rng_seed_stream(&lr, fabric_seed, STREAM_LINK);
+        /* one draw per vertex from each stream, in index order, whatever the vertex is */
+        for (int i = 0; i < n; i++) {
+            double uh = ts_rng_range(&hr, -1, 1), ul = ts_rng_range(&lr, -1, 1);
+            if (f->v[i].kind == TS_NODE)
+                m->host_us[i] *= 1 + hvar[i] * uh;
+            m->link_us[i] = i == f->root ? 0 : lat[i] * (1 + var[i] * ul);
+        }
+        rc = apply_faults(m, f, faults, nfaults, err);
+    }
+    free(hvar);
+    free(lat);
+    free(var);
+    return rc;
+}
+
+int ts_model_realize(ts_model *m, ts_fabric *f, const ts_model_params *p, uint64_t fabric_seed,
+                     const ts_fault *faults, int nfaults, ts_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (!f || f->root == TS_NONE)
+        return ts_fail(err, TS_EINPUT, "the fabric must be finalized before the model is realized");
+    if (nfaults < 0 || (nfaults > 0 && !faults))
+        return ts_fail(err, TS_EINPUT, "bad fault list");
+    int rc = params_validate(p, err);
+    if (rc)
+        return rc;
+    if (params_copy(&m->p, p) != TS_OK)
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    size_t n = (size_t)f->nvert;
+    m->nvert = f->nvert;
+    m->link_us = calloc(n, sizeof *m->link_us);
+    m->link_loss = calloc(n, sizeof *m->link_loss);
+    m->host_us = calloc(n, sizeof *m->host_us);
+    m->dead = calloc(n, sizeof *m->dead);
+    if (!m->link_us || !m->link_loss || !m->host_us || !m->dead) {
+        ts_model_free(m);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    rc = realize(m, f, fabric_seed, faults, nfaults, err);
+    if (rc) {
+        ts_model_free(m);
+        return rc;
+    }
+    for (int i = 0; i < f->nvert; i++) {
+        f->v[i].link_us = m->link_us[i];
+        if (f->v[i].kind == TS_NODE)
+            f->v[i].host_us = m->host_us[i];
+    }
+    return TS_OK;
+}
+
+double ts_model_base_rtt(const ts_model *m, const ts_fabric *f, int node_a, int node_b)
+{
+    int va = ts_fabric_node_vertex(f, node_a), vb = ts_fabric_node_vertex(f, node_b);
+    int l = ts_fabric_lca(f, va, vb);
+    double links = 0;
+    /* the same links ts_fabric_path_links lists, summed without a size-limited buffer */
+    for (int x = va; x != l; x = f->v[x].parent)
+        links += m->link_us[x];
+    for (int x = vb; x != l; x = f->v[x].parent)
+        links += m->link_us[x];
+    return 2 * links + (m->host_us[va] + m->host_us[vb]) / 2;
+}
