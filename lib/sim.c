@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "toposcope/rng.h"
 #include "toposcope/sim.h"
 
@@ -15,7 +16,15 @@ struct ts_sim {
     double now_us;
     double control_rtt_us;   /* the round trip one gather/scatter step costs */
     int *link_flows;         /* per vertex: pairs of the current round using its uplink */
+    double cpu_s;            /* CPU time spent inside the simulator */
 };
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static double sim_now(ts_transport *t)
 {
@@ -58,6 +67,7 @@ static int sim_run_round(ts_transport *t, const ts_pair *pairs, int npairs, cons
     ts_sim *s = t->impl;
     const ts_fabric *f = s->f;
     int links[SIM_PATH_MAX];
+    double cpu_start = thread_cpu_s();
     /* Count the pairs on each link first: they all run concurrently. */
     for (int i = 0; i < npairs; i++) {
         int va = f->node_vertex[pairs[i].a], vb = f->node_vertex[pairs[i].b];
@@ -102,6 +112,7 @@ static int sim_run_round(ts_transport *t, const ts_pair *pairs, int npairs, cons
     }
     /* The round ends with its slowest pair (rounds are barrier-synchronised). */
     s->now_us = start + longest;
+    s->cpu_s += thread_cpu_s() - cpu_start;
     (void)err;
     return TS_OK;
 }
@@ -183,6 +194,11 @@ ts_transport *ts_sim_transport(ts_sim *s)
 double ts_sim_now_us(const ts_sim *s)
 {
     return s->now_us;
+}
+
+double ts_sim_cpu_s(const ts_sim *s)
+{
+    return s->cpu_s;
 }
 
 double ts_sim_sample_once(ts_sim *s, int node_a, int node_b)

@@ -20,6 +20,9 @@ int ts_sim_create(ts_sim **out, const ts_fabric *truth, const ts_model *model, u
 void ts_sim_free(ts_sim *s);
 ts_transport *ts_sim_transport(ts_sim *s);
 double ts_sim_now_us(const ts_sim *s);
+/* CPU seconds spent simulating (drawing samples), so reports can separate the cost of the
+ * planner and inference from the cost of the simulation itself. */
+double ts_sim_cpu_s(const ts_sim *s);
 /* One sample of the pair's RTT with `concurrent` describing no interference (for tests):
  * returns the RTT in microseconds or a negative value when the probe was lost. */
 double ts_sim_sample_once(ts_sim *s, int node_a, int node_b);

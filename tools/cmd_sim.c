@@ -1,0 +1,313 @@
+/* toposcope sim — run a discovery method against the simulator and score the result. */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include "cli.h"
+#include "toposcope/discover.h"
+#include "toposcope/fabric.h"
+#include "toposcope/infer.h"
+#include "toposcope/metrics.h"
+#include "toposcope/model.h"
+#include "toposcope/probe.h"
+#include "toposcope/sim.h"
+
+#define MAX_INJECT 256
+
+static void sim_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: toposcope sim --fabric FILE --out DIR [options]\n"
+            "\n"
+            "Simulate the fabric in FILE (Slurm topology.conf), run a discovery method on it under a\n"
+            "time budget, infer the switch tree and compare it with the truth.\n"
+            "\n"
+            "options:\n"
+            "  --fabric FILE        the true fabric, Slurm topology.conf syntax (required)\n"
+            "  --out DIR            output directory, created if needed (required)\n"
+            "  --profile NAME       latency profile: ethernet (default) or infiniband\n"
+            "  --params FILE        YAML latency parameters on top of the profile (doc/params.md)\n"
+            "  --method NAME        fast (default), allpairs (Bufe 2014) or shirai (Shirai et al. 2007)\n"
+            "  --seed N             seed of the run's noise (default 1)\n"
+            "  --fabric-seed N      seed of the per-node and per-link hardware variation (default 0):\n"
+            "                       runs with the same fabric seed see the same hardware\n"
+            "  --budget-ms MS       measurement budget in virtual milliseconds (default 0: none)\n"
+            "  --inject SPEC        inject a fault (repeatable): degrade:LINK:+30%%, degrade:LINK:+5us,\n"
+            "                       loss:LINK:20%%, dead:NODE, slowhost:NODE:+10us; a link is named by\n"
+            "                       its lower end (a node for its access link, a switch for its uplink)\n"
+            "  --queries N          shared-link queries for the accuracy test (default 100000)\n"
+            "  --eps X --confidence X --min-samples N --max-samples N\n"
+            "                       the stopping rule (defaults 0.03, 0.90, 3, 32)\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "writes DIR/topology.conf (inferred tree, Slurm syntax), DIR/tree.yaml (with edge latency\n"
+            "estimates), DIR/truth.yaml (the simulated hardware) and DIR/metrics.yaml.\n"
+            "exit status: 0 done, 1 failure, 2 bad input (the message names the file and line)\n");
+}
+
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+typedef struct sim_options {
+    const char *fabric, *out, *profile, *params, *method;
+    uint64_t seed, fabric_seed, queries;
+    double budget_ms;
+    ts_fault faults[MAX_INJECT];
+    int nfaults;
+    ts_stop_rule rule;
+} sim_options;
+
+static int parse_options(int argc, char **argv, sim_options *o)
+{
+    enum { O_FABRIC = 256, O_OUT, O_PROFILE, O_PARAMS, O_METHOD, O_SEED, O_FSEED, O_BUDGET,
+           O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX };
+    static const struct option longopts[] = {
+        {"fabric", required_argument, 0, O_FABRIC}, {"out", required_argument, 0, O_OUT},
+        {"profile", required_argument, 0, O_PROFILE}, {"params", required_argument, 0, O_PARAMS},
+        {"method", required_argument, 0, O_METHOD}, {"seed", required_argument, 0, O_SEED},
+        {"fabric-seed", required_argument, 0, O_FSEED}, {"budget-ms", required_argument, 0, O_BUDGET},
+        {"inject", required_argument, 0, O_INJECT}, {"queries", required_argument, 0, O_QUERIES},
+        {"eps", required_argument, 0, O_EPS}, {"confidence", required_argument, 0, O_CONF},
+        {"min-samples", required_argument, 0, O_MIN}, {"max-samples", required_argument, 0, O_MAX},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->profile = "ethernet";
+    o->method = "fast";
+    o->seed = 1;
+    o->queries = 100000;
+    ts_stop_rule_default(&o->rule);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        uint64_t u;
+        double x;
+        ts_error err;
+        switch (c) {
+        case O_FABRIC: o->fabric = optarg; break;
+        case O_OUT: o->out = optarg; break;
+        case O_PROFILE: o->profile = optarg; break;
+        case O_PARAMS: o->params = optarg; break;
+        case O_METHOD: o->method = optarg; break;
+        case O_SEED:
+        case O_FSEED:
+        case O_QUERIES:
+            if (cli_parse_u64(optarg, &u)) {
+                cli_error("sim", "--%s wants a non-negative whole number, not '%s'",
+                          c == O_SEED ? "seed" : c == O_FSEED ? "fabric-seed" : "queries", optarg);
+                return CLI_USAGE;
+            }
+            *(c == O_SEED ? &o->seed : c == O_FSEED ? &o->fabric_seed : &o->queries) = u;
+            break;
+        case O_BUDGET:
+            if (cli_parse_double(optarg, &x) || !(x >= 0) || !isfinite(x)) {
+                cli_error("sim", "--budget-ms wants milliseconds >= 0, not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            o->budget_ms = x;
+            break;
+        case O_INJECT:
+            if (o->nfaults == MAX_INJECT) {
+                cli_error("sim", "at most %d --inject options", MAX_INJECT);
+                return CLI_USAGE;
+            }
+            if (ts_fault_parse(optarg, &o->faults[o->nfaults], &err) != TS_OK) {
+                cli_error("sim", "--inject %s: %s", optarg, err.text);
+                return CLI_USAGE;
+            }
+            o->nfaults++;
+            break;
+        case O_EPS:
+        case O_CONF:
+            if (cli_parse_double(optarg, &x)) {
+                cli_error("sim", "--%s wants a number, not '%s'", c == O_EPS ? "eps" : "confidence", optarg);
+                return CLI_USAGE;
+            }
+            *(c == O_EPS ? &o->rule.eps : &o->rule.confidence) = x;
+            break;
+        case O_MIN:
+        case O_MAX:
+            if (cli_parse_u64(optarg, &u) || u > 100000) {
+                cli_error("sim", "--%s wants a small whole number, not '%s'",
+                          c == O_MIN ? "min-samples" : "max-samples", optarg);
+                return CLI_USAGE;
+            }
+            *(c == O_MIN ? &o->rule.min_samples : &o->rule.max_samples) = (int)u;
+            break;
+        case 'h':
+            sim_usage(stdout);
+            exit(CLI_OK);
+        default:
+            sim_usage(stderr);
+            return CLI_USAGE;
+        }
+    }
+    if (optind < argc) {
+        cli_error("sim", "unexpected argument '%s'", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (!o->fabric || !o->out) {
+        cli_error("sim", "--fabric FILE and --out DIR are required (see --help)");
+        return CLI_USAGE;
+    }
+    ts_error err;
+    if (ts_stop_rule_check(&o->rule, &err) != TS_OK) {
+        cli_error("sim", "stopping rule: %s", err.text);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e, const ts_sim *sim,
+                         const ts_fabric *truth, const ts_accuracy *acc, const ts_infer_report *rep,
+                         double cpu_s)
+{
+    double sim_time_s = (ts_sim_now_us(sim) - e->start_us) * 1e-6;
+    int exceeded = o->budget_ms > 0 && sim_time_s * 1e3 > o->budget_ms + 1e-9;
+    fprintf(m, "# toposcope sim: measured in virtual time; accuracy against the simulated truth\n");
+    fprintf(m, "method: %s\nprofile: %s\nseed: %llu\nfabric_seed: %llu\n", o->method, o->profile,
+            (unsigned long long)o->seed, (unsigned long long)o->fabric_seed);
+    fprintf(m, "nodes: %d\n", truth->nnodes);
+    fprintf(m, "probes: %ld\nsamples: %ld\nlost: %ld\nrounds: %ld\ncontrol_steps: %ld\n",
+            e->count.probes, e->count.samples, e->count.lost, e->count.rounds, e->count.control_steps);
+    fprintf(m, "sim_time_s: %.6f\n", sim_time_s);
+    fprintf(m, "cpu_time_s: %.4f\n", cpu_s);
+    fprintf(m, "sim_cpu_time_s: %.4f\n", ts_sim_cpu_s(sim));
+    fprintf(m, "peak_rss_mb: %.1f\n", peak_rss_mb());
+    fprintf(m, "budget_ms: %g\n", o->budget_ms);
+    fprintf(m, "budget_exceeded: %s\npartial: %s\n", exceeded ? "true" : "false",
+            e->partial ? "true" : "false");
+    fprintf(m, "tree_exact: %s\nleaf_groups_exact: %s\nleaf_ari: %.6f\n", acc->tree_exact ? "true" : "false",
+            acc->leaf_groups_exact ? "true" : "false", acc->leaf_ari);
+    fprintf(m, "splits_missing: %d\nsplits_extra: %d\n", acc->splits_missing, acc->splits_extra);
+    fprintf(m, "shared_link_fp: %.6f\nshared_link_fn: %.6f\nqueries: %ld\n", acc->shared_link_fp,
+            acc->shared_link_fn, acc->queries);
+    fprintf(m, "merge_tolerance_us: %.4f\n", rep->tol_us);
+    fprintf(m, "unmeasured_nodes: [");
+    for (int i = 0; i < rep->nunmeasured; i++)
+        fprintf(m, "%s\"%s\"", i ? ", " : "", truth->v[truth->node_vertex[rep->unmeasured[i]]].name);
+    fprintf(m, "]\n");
+    return 0;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    sim_options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != CLI_OK)
+        return rc;
+    ts_error err;
+    ts_fabric truth, inferred;
+    ts_model_params params;
+    ts_model model = {0};
+    ts_sim *sim = NULL;
+    ts_probe_engine engine = {0};
+    ts_utree tree;
+    ts_infer_report rep = {0};
+    ts_method method;
+    ts_fabric_init(&truth);
+    ts_fabric_init(&inferred);
+    ts_utree_init(&tree);
+    memset(&params, 0, sizeof params);
+    int status = CLI_FAIL;
+
+    if (ts_method_parse(o.method, &method) != TS_OK) {
+        cli_error("sim", "unknown --method '%s' (fast, allpairs, shirai)", o.method);
+        return CLI_USAGE;
+    }
+    if (ts_fabric_load_topology_conf(&truth, o.fabric, &err) != TS_OK) {
+        cli_error("sim", "%s", err.text);
+        status = CLI_USAGE;
+        goto out;
+    }
+    if (ts_model_params_profile(&params, o.profile, &err) != TS_OK ||
+        (o.params && ts_model_params_load_yaml(&params, o.params, &err) != TS_OK)) {
+        cli_error("sim", "%s", err.text);
+        status = CLI_USAGE;
+        goto out;
+    }
+    if (ts_model_realize(&model, &truth, &params, o.fabric_seed, o.faults, o.nfaults, &err) != TS_OK) {
+        cli_error("sim", "%s", err.text);
+        status = CLI_USAGE;
+        goto out;
+    }
+    if (ts_sim_create(&sim, &truth, &model, o.seed, &err) != TS_OK ||
+        ts_probe_engine_init(&engine, ts_sim_transport(sim), &o.rule, o.budget_ms * 1e3, &err) != TS_OK) {
+        cli_error("sim", "%s", err.text);
+        goto out;
+    }
+    double cpu0 = process_cpu_s();
+    if (ts_discover(method, &engine, &tree, &rep, &err) != TS_OK) {
+        cli_error("sim", "%s: %s", o.method, err.text);
+        goto out;
+    }
+    char **names = malloc(sizeof(char *) * (size_t)truth.nnodes);
+    if (!names) {
+        cli_error("sim", "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < truth.nnodes; i++)
+        names[i] = truth.v[truth.node_vertex[i]].name;
+    rc = ts_utree_to_fabric(&tree, names, truth.nnodes, &inferred, &err);
+    free(names);
+    if (rc != TS_OK) {
+        cli_error("sim", "%s", err.text);
+        goto out;
+    }
+    double cpu_s = process_cpu_s() - cpu0 - ts_sim_cpu_s(sim);
+    ts_accuracy acc;
+    if (ts_accuracy_compare(&truth, &inferred, (long)o.queries, o.seed, &acc, &err) != TS_OK) {
+        cli_error("sim", "%s", err.text);
+        goto out;
+    }
+    if (cli_mkdir_p(o.out) != 0) {
+        cli_error("sim", "cannot create %s", o.out);
+        goto out;
+    }
+    FILE *f;
+    if (!(f = cli_open_out("sim", o.out, "topology.conf")))
+        goto out;
+    ts_fabric_write_topology_conf(&inferred, f);
+    if (cli_close_out("sim", f, o.out, "topology.conf"))
+        goto out;
+    if (!(f = cli_open_out("sim", o.out, "tree.yaml")))
+        goto out;
+    ts_fabric_write_yaml(&inferred, f);
+    if (cli_close_out("sim", f, o.out, "tree.yaml"))
+        goto out;
+    if (!(f = cli_open_out("sim", o.out, "truth.yaml")))
+        goto out;
+    ts_fabric_write_yaml(&truth, f);
+    if (cli_close_out("sim", f, o.out, "truth.yaml"))
+        goto out;
+    if (!(f = cli_open_out("sim", o.out, "metrics.yaml")))
+        goto out;
+    write_metrics(&o, f, &engine, sim, &truth, &acc, &rep, cpu_s);
+    if (cli_close_out("sim", f, o.out, "metrics.yaml"))
+        goto out;
+    status = CLI_OK;
+out:
+    ts_infer_report_free(&rep);
+    ts_utree_free(&tree);
+    if (engine.db)
+        ts_probe_engine_free(&engine);
+    ts_sim_free(sim);
+    ts_model_free(&model);
+    ts_model_params_free(&params);
+    ts_fabric_free(&inferred);
+    ts_fabric_free(&truth);
+    return status;
+}
