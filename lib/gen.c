@@ -249,10 +249,12 @@ int ts_gen_irregular(ts_fabric *f, uint64_t seed, ts_error *err)
         int k = draw_int(&r, 2, 9);
         if (k * need > room)
             k = (int)(room / need);
-        /* "sw3-1" under "sw3", "leaf3-1-2" under "sw3-1": the path stays readable */
-        const char *path = s.sw_name[x] + 2;
+        /* "sw3-1" under "sw3", "leaf3-1-2" under "sw3-1": the path stays readable. Copied,
+         * because adding switches may move the name array. */
+        char path[SW_NAME_MAX];
+        snprintf(path, sizeof path, "%s", s.sw_name[x] + 2);
         for (int c = 1; c <= k && rc >= 0; c++) {
-            char name[SW_NAME_MAX];
+            char name[2 * SW_NAME_MAX];   /* depth <= 4 keeps it far shorter than SW_NAME_MAX */
             snprintf(name, sizeof name, "%s%s-%d", below == 1 ? "leaf" : "sw", path, c);
             rc = shape_add_switch(&s, x, name, below - 1, err);
             reserved += need;
