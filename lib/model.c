@@ -421,9 +421,10 @@ static int get_name(yctx *c, const ynode *y, const char *key, char *out)
     return TS_OK;
 }
 
-/* Checks that y is a mapping with scalar keys drawn from `allowed` and no key twice. */
-static int check_map(yctx *c, const ynode *y, const char *what, const char *const *allowed,
-                     const char *allowed_text)
+/* Checks that y is a mapping with scalar keys drawn from `allowed` and no key twice; `noun`
+ * says what a key stands for in messages ("key", "level"). */
+static int check_map_of(yctx *c, const ynode *y, const char *what, const char *noun,
+                        const char *const *allowed, const char *allowed_text)
 {
     if (y->type != Y_MAP)
         return yfail(c, y, "%s must be a mapping with keys %s, not %s", what, allowed_text,
@@ -432,15 +433,13 @@ static int check_map(yctx *c, const ynode *y, const char *what, const char *cons
     for (int k = y->first; k >= 0; k = v[v[k].next].next) {
         if (v[k].type != Y_SCALAR)
             return yfail(c, &v[k], "%s: keys must be plain names, not %s", what, type_name(&v[k]));
-        if (allowed) {
-            int known = 0;
-            for (int a = 0; allowed[a] && !known; a++)
-                known = strcmp(allowed[a], v[k].text) == 0;
-            if (!known)
-                return yfail(c, &v[k], "unknown key '%.64s' in %s (allowed: %s)", v[k].text, what,
-                             allowed_text);
-        }
-        /* maps are small except `levels` (at most 16 keys), so a quadratic check is fine */
+        int known = 0;
+        for (int a = 0; allowed[a] && !known; a++)
+            known = strcmp(allowed[a], v[k].text) == 0;
+        if (!known)
+            return yfail(c, &v[k], "unknown %s '%.64s' in %s (allowed: %s)", noun, v[k].text, what,
+                         allowed_text);
+        /* every key is from a short list by now, so a quadratic scan stays short */
         for (int j = y->first; j != k; j = v[v[j].next].next)
             if (v[j].type == Y_SCALAR && strcmp(v[j].text, v[k].text) == 0)
                 return yfail(c, &v[k], "duplicate key '%.64s' in %s", v[k].text, what);
@@ -448,27 +447,27 @@ static int check_map(yctx *c, const ynode *y, const char *what, const char *cons
     return TS_OK;
 }
 
+static int check_map(yctx *c, const ynode *y, const char *what, const char *const *allowed,
+                     const char *allowed_text)
+{
+    return check_map_of(c, y, what, "key", allowed, allowed_text);
+}
+
 static int apply_levels(yctx *c, const ynode *y, ts_model_params *q)
 {
     static const char *const lkeys[] = { "latency_us", "variation", NULL };
-    const ynode *v = c->t.v;
     if (is_null(y))
         return TS_OK;
-    int rc = check_map(c, y, "levels", NULL, "access, 1..15");
+    /* listing the keys here keeps check_map's duplicate scan short for hostile files */
+    static const char *const levkeys[] = { "access", "1", "2", "3", "4", "5", "6", "7", "8", "9",
+                                           "10", "11", "12", "13", "14", "15", NULL };
+    const ynode *v = c->t.v;
+    int rc = check_map_of(c, y, "levels", "level", levkeys, "access or 1..15");
     if (rc)
         return rc;
     for (int k = y->first; k >= 0; k = v[v[k].next].next) {
         const ynode *key = &v[k], *val = &v[key->next];
-        int lv = -1;
-        if (strcmp(key->text, "access") == 0) {
-            lv = 0;
-        } else if (key->len >= 1 && key->len <= 2 && key->text[0] >= '1' && key->text[0] <= '9' &&
-                   (key->len == 1 || (key->text[1] >= '0' && key->text[1] <= '9'))) {
-            lv = atoi(key->text);
-        }
-        if (lv < 0 || lv >= TS_MODEL_MAX_LEVELS)
-            return yfail(c, key, "unknown level '%.64s' in levels (allowed: access or 1..%d)",
-                         key->text, TS_MODEL_MAX_LEVELS - 1);
+        int lv = strcmp(key->text, "access") == 0 ? 0 : atoi(key->text);
         char what[96];
         snprintf(what, sizeof what, "levels.%s", key->text);
         if ((rc = check_map(c, val, what, lkeys, "latency_us, variation")))
