@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/infer.h"
+#include "toposcope/rng.h"
 
 void ts_infer_report_free(ts_infer_report *r)
 {
@@ -130,6 +131,199 @@ static int average_linkage(int m, float *sum, float *cnt, dendro *merges)
     return TS_OK;
 }
 
+/* Each internal dendrogram edge (c below p) is checked with many references, not only r:
+ * for a in L, b in R (c's two sides), s in S (c's sibling under p) and x outside p's subtree
+ * (or r), the branch points seen from x give
+ *     len(c,p) = g_x(a,b) - g_x(a,s) = (d(x,b) - d(x,s) + d(a,s) - d(a,b)) / 2,
+ * so the estimate averages over many x, a, b, s and the only error that does not average away
+ * is that of the few d(a,b) when L and R are small. An edge shorter than z standard errors is
+ * noise inside one switch and is contracted. */
+#define VERIFY_SAMPLES 96
+#define VERIFY_Z 5.0
+
+static double mean_quartet_length(const ts_distmat *dm, int r, const int *ids, const int *order,
+                                  int lo_c, int mid_c, int hi_c, int lo_s, int hi_s, int lo_p,
+                                  int hi_p, int m, ts_rng *rng, int *used, double *var)
+{
+    int n = dm->n, nl = mid_c - lo_c, nr = hi_c - mid_c, ns = hi_s - lo_s;
+    int outside = m - (hi_p - lo_p);        /* measured nodes outside p's subtree, plus r */
+    double sum = 0, sum2 = 0;
+    int k = 0;
+    for (int t = 0; t < VERIFY_SAMPLES; t++) {
+        int a = ids[order[lo_c + (int)ts_rng_below(rng, (uint64_t)nl)]];
+        int b = ids[order[mid_c + (int)ts_rng_below(rng, (uint64_t)nr)]];
+        int s = ids[order[lo_s + (int)ts_rng_below(rng, (uint64_t)ns)]];
+        int xi = (int)ts_rng_below(rng, (uint64_t)outside + 1), x;
+        if (xi == outside)
+            x = r;
+        else
+            x = ids[order[xi < lo_p ? xi : xi + (hi_p - lo_p)]];
+        double v = dm->d[(size_t)x * n + b] - dm->d[(size_t)x * n + s] + dm->d[(size_t)a * n + s] -
+                   dm->d[(size_t)a * n + b];
+        if (isfinite(v)) {
+            sum += 0.5 * v;
+            sum2 += 0.25 * v * v;
+            k++;
+        }
+    }
+    *used = k;
+    double mean = k ? sum / k : NAN;
+    *var = k > 1 ? (sum2 - k * mean * mean) / (k - 1) : NAN;
+    return mean;
+}
+
+static int build_verified_tree(const ts_distmat *dm, int r, const int *ids, int m, const double *dr,
+                               const dendro *merges, double fixed_tol, double sd, ts_utree *out,
+                               ts_infer_report *rep)
+{
+    int nint = m - 1, total = m + nint;
+    int *lo = malloc(sizeof(int) * (size_t)total), *hi = malloc(sizeof(int) * (size_t)total);
+    int *mid = malloc(sizeof(int) * (size_t)total), *parent = malloc(sizeof(int) * (size_t)total);
+    int *order = malloc(sizeof(int) * (size_t)m), *stack = malloc(sizeof(int) * (size_t)(total + 1));
+    int *vert = malloc(sizeof(int) * (size_t)total);
+    double *len = malloc(sizeof(double) * (size_t)total), *depth = malloc(sizeof(double) * (size_t)total);
+    int rc = TS_OK;
+    if (!lo || !hi || !mid || !parent || !order || !stack || !vert || !len || !depth) {
+        rc = TS_ENOMEM;
+        goto done;
+    }
+    int top = m > 1 ? total - 1 : 0;
+    /* Leaves in depth-first order: every dendrogram node's members are one range of `order`. */
+    int sp = 0, pos = 0;
+    parent[top] = TS_NONE;
+    stack[sp++] = top;
+    while (sp > 0) {
+        int id = stack[--sp];
+        if (id < m) {
+            lo[id] = pos;
+            order[pos++] = id;
+            hi[id] = pos;
+            continue;
+        }
+        const dendro *dn = &merges[id - m];
+        parent[dn->left] = parent[dn->right] = id;
+        stack[sp++] = dn->right;     /* left is visited first */
+        stack[sp++] = dn->left;
+    }
+    for (int id = m; id < total; id++) {
+        const dendro *dn = &merges[id - m];
+        lo[id] = lo[dn->left] < lo[dn->right] ? lo[dn->left] : lo[dn->right];
+        hi[id] = hi[dn->left] > hi[dn->right] ? hi[dn->left] : hi[dn->right];
+        mid[id] = hi[dn->left] < hi[dn->right] ? hi[dn->left] : hi[dn->right];
+    }
+    ts_rng rng;
+    ts_rng_seed_stream(&rng, (uint64_t)m * 7919u + (uint64_t)r, 0x1f);
+    /* First pass: every edge's length estimate and the spread of its quartet values. */
+    double *var = malloc(sizeof(double) * (size_t)total), *pool = malloc(sizeof(double) * (size_t)total);
+    if (!var || !pool) {
+        free(var);
+        free(pool);
+        rc = TS_ENOMEM;
+        goto done;
+    }
+    int npool = 0;
+    for (int id = 0; id < total; id++) {
+        len[id] = var[id] = NAN;
+        if (id < m || id == top)
+            continue;
+        int p = parent[id];
+        const dendro *pn = &merges[p - m];
+        int sib = pn->left == id ? pn->right : pn->left;
+        int used;
+        len[id] = mean_quartet_length(dm, r, ids, order, lo[id], mid[id], hi[id], lo[sib], hi[sib],
+                                      lo[p], hi[p], m, &rng, &used, &var[id]);
+        if (!isfinite(len[id]))
+            len[id] = merges[id - m].height - pn->height;    /* too little data: reference only */
+        if (used >= 8 && isfinite(var[id]))
+            pool[npool++] = var[id];
+    }
+    /* The noise of one distance: the sampling error the intervals report, or -- when larger --
+     * what the quartets show, which also holds errors constant within a pair's samples (flows
+     * of the same round sharing a link). A quartet value holds four distances: var = 4 sd^2 / 4. */
+    double z_sd = isfinite(sd) ? sd : 0;
+    if (npool > 0) {
+        qsort(pool, (size_t)npool, sizeof *pool, cmp_double);
+        double quartet_sd = sqrt(pool[npool / 2]);
+        if (quartet_sd > z_sd)
+            z_sd = quartet_sd;
+    }
+    free(pool);
+    free(var);
+    double min_tol = INFINITY;
+    for (int id = m; id < total; id++) {
+        if (id == top)
+            continue;
+        int p = parent[id];
+        const dendro *pn = &merges[p - m];
+        int sib = pn->left == id ? pn->right : pn->left;
+        /* each of the four distances averages over at most this many distinct pairs */
+        double nl = mid[id] - lo[id], nr = hi[id] - mid[id], ns = hi[sib] - lo[sib];
+        double nx = m - (hi[p] - lo[p]) + 1;
+        double se = 0.5 * z_sd * sqrt(1.0 / fmin(nl * nr, VERIFY_SAMPLES) + 1.0 / fmin(nl * ns, VERIFY_SAMPLES) +
+                                      1.0 / fmin(nx * nr, VERIFY_SAMPLES) + 1.0 / fmin(nx * ns, VERIFY_SAMPLES));
+        double tol = fixed_tol > 0 ? fixed_tol : VERIFY_Z * se;
+        if (tol < min_tol)
+            min_tol = tol;
+        if (!(len[id] >= tol))
+            len[id] = NAN;     /* contracted into the switch above */
+    }
+    rep->tol_us = isfinite(min_tol) ? min_tol : fixed_tol;
+    /* Build top-down: a contracted node hangs its children from its parent's switch. */
+    /* Two nodes alone: split their distance evenly around the one switch. */
+    double top_h = m > 1 ? merges[top - m].height : 0.5 * dr[0];
+    if (!isfinite(top_h) || top_h < 0)
+        top_h = 0;
+    int root = ts_utree_add(out, TS_NONE, 0, TS_NONE);
+    if (root < 0 || ts_utree_add(out, root, top_h, r) < 0) {
+        rc = TS_ENOMEM;
+        goto done;
+    }
+    vert[top] = root;
+    depth[top] = top_h;
+    sp = 0;
+    stack[sp++] = top;
+    while (sp > 0 && rc == TS_OK) {
+        int id = stack[--sp];
+        if (id == top && id < m) {
+            if (ts_utree_add(out, root, fmax(dr[id] - top_h, 0), ids[id]) < 0)
+                rc = TS_ENOMEM;
+            continue;
+        }
+        if (id != top) {
+            int p = parent[id];
+            if (id < m) {
+                if (ts_utree_add(out, vert[p], fmax(dr[id] - depth[p], 0), ids[id]) < 0)
+                    rc = TS_ENOMEM;
+                continue;
+            }
+            if (isnan(len[id])) {
+                vert[id] = vert[p];
+                depth[id] = depth[p];
+            } else {
+                vert[id] = ts_utree_add(out, vert[p], len[id], TS_NONE);
+                depth[id] = depth[p] + len[id];
+                if (vert[id] < 0)
+                    rc = TS_ENOMEM;
+            }
+        }
+        if (id >= m) {
+            stack[sp++] = merges[id - m].left;
+            stack[sp++] = merges[id - m].right;
+        }
+    }
+done:
+    free(lo);
+    free(hi);
+    free(mid);
+    free(parent);
+    free(order);
+    free(stack);
+    free(vert);
+    free(len);
+    free(depth);
+    return rc;
+}
+
 int ts_infer_matrix(const ts_distmat *dm, double tol_us, ts_utree *out, ts_infer_report *rep,
                     ts_error *err)
 {
@@ -180,13 +374,6 @@ int ts_infer_matrix(const ts_distmat *dm, double tol_us, ts_utree *out, ts_infer
         return rc;
     }
     double sd = typical_sd(dm, ids, m);
-    if (tol_us <= 0) {
-        /* A merge height is an average that still carries one node's own error (about half a
-         * distance's), twice (child and parent): 2.5 of those is far below a level step on any
-         * fabric where a level can be seen at all. */
-        tol_us = isfinite(sd) ? 2.5 * sd : 0;
-    }
-    rep->tol_us = tol_us;
     size_t mm = (size_t)m * m;
     float *sum = malloc(sizeof(float) * mm), *cnt = malloc(sizeof(float) * mm);
     dendro *merges = malloc(sizeof(dendro) * (size_t)(m > 1 ? m - 1 : 1));
@@ -215,72 +402,9 @@ int ts_infer_matrix(const ts_distmat *dm, double tol_us, ts_utree *out, ts_infer
         rc = ts_fail(err, TS_ENOMEM, "out of memory");
         goto out;
     }
-    /* Top-down: each dendrogram node is either absorbed into the switch above it (its height
-     * is within the tolerance of that switch's) or becomes a switch of its own. */
-    {
-        int top_id = m > 1 ? m + (m - 2) : 0;
-        double top_h = m > 1 ? merges[m - 2].height : dr[0];
-        if (!isfinite(top_h))
-            top_h = 0;
-        int top = ts_utree_add(out, TS_NONE, 0, TS_NONE);
-        if (top < 0 || ts_utree_add(out, top, fmax(top_h, 0), r) < 0) {
-            rc = ts_fail(err, TS_ENOMEM, "out of memory");
-            goto out;
-        }
-        int *stack_id = malloc(sizeof(int) * (size_t)(2 * m + 2));
-        int *stack_v = malloc(sizeof(int) * (size_t)(2 * m + 2));
-        double *stack_h = malloc(sizeof(double) * (size_t)(2 * m + 2));
-        if (!stack_id || !stack_v || !stack_h) {
-            free(stack_id);
-            free(stack_v);
-            free(stack_h);
-            rc = ts_fail(err, TS_ENOMEM, "out of memory");
-            goto out;
-        }
-        int sp = 0;
-        stack_id[sp] = top_id;
-        stack_v[sp] = top;
-        stack_h[sp++] = top_h;
-        while (sp > 0 && rc == TS_OK) {
-            sp--;
-            int id = stack_id[sp], v = stack_v[sp];
-            double hv = stack_h[sp];
-            if (id < m) {
-                if (ts_utree_add(out, v, fmax(dr[id] - hv, 0), ids[id]) < 0)
-                    rc = ts_fail(err, TS_ENOMEM, "out of memory");
-                continue;
-            }
-            const dendro *dn = &merges[id - m];
-            int children[2] = {dn->left, dn->right};
-            for (int c = 0; c < 2; c++) {
-                int cid = children[c];
-                if (cid < m) {
-                    stack_id[sp] = cid;
-                    stack_v[sp] = v;
-                    stack_h[sp++] = hv;
-                    continue;
-                }
-                double hc = merges[cid - m].height;
-                if (!isfinite(hc) || hc - hv < tol_us) {
-                    stack_id[sp] = cid;     /* same switch */
-                    stack_v[sp] = v;
-                    stack_h[sp++] = hv;
-                } else {
-                    int w = ts_utree_add(out, v, hc - hv, TS_NONE);
-                    if (w < 0) {
-                        rc = ts_fail(err, TS_ENOMEM, "out of memory");
-                        break;
-                    }
-                    stack_id[sp] = cid;
-                    stack_v[sp] = w;
-                    stack_h[sp++] = hc;
-                }
-            }
-        }
-        free(stack_id);
-        free(stack_v);
-        free(stack_h);
-    }
+    rc = build_verified_tree(dm, r, ids, m, dr, merges, tol_us, sd, out, rep);
+    if (rc != TS_OK)
+        rc = ts_fail(err, rc, "out of memory");
 out:
     free(sum);
     free(cnt);

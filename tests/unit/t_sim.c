@@ -1,0 +1,203 @@
+/* Simulator: RTTs follow the model's formula within noise, hardware is fixed per fabric seed,
+ * interference, loss, dead nodes and the deadline behave as specified. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tap.h"
+#include "toposcope/gen.h"
+#include "toposcope/model.h"
+#include "toposcope/probe.h"
+#include "toposcope/sim.h"
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* two leaf switches of four nodes under one spine, built without the parser */
+static void two_leaves(ts_fabric *f)
+{
+    ts_error err;
+    ts_fabric_init(f);
+    int spine = ts_fabric_add_vertex(f, "spine", TS_SWITCH, &err);
+    char name[16];
+    for (int l = 0; l < 2; l++) {
+        snprintf(name, sizeof name, "leaf%d", l);
+        int leaf = ts_fabric_add_vertex(f, name, TS_SWITCH, &err);
+        ts_fabric_attach(f, spine, leaf, &err);
+        for (int k = 0; k < 4; k++) {
+            snprintf(name, sizeof name, "n%d", l * 4 + k);
+            int x = ts_fabric_add_vertex(f, name, TS_NODE, &err);
+            ts_fabric_attach(f, leaf, x, &err);
+        }
+    }
+    ts_fabric_finalize(f, &err);
+}
+
+static void test_formula(const char *profile)
+{
+    ts_fabric f;
+    ts_model_params p;
+    ts_model m;
+    ts_sim *s;
+    ts_error err;
+    two_leaves(&f);
+    memset(&p, 0, sizeof p);
+    ts_model_params_profile(&p, profile, &err);
+    ok(ts_model_realize(&m, &f, &p, 7, NULL, 0, &err) == TS_OK, "%s: model realized", profile);
+    ok(ts_sim_create(&s, &f, &m, 42, &err) == TS_OK, "%s: simulator created", profile);
+    int pairs[][2] = {{0, 1}, {0, 5}, {2, 7}};
+    for (int k = 0; k < 3; k++) {
+        int a = pairs[k][0], b = pairs[k][1];
+        int n = 40000;
+        double sum = 0, sum2 = 0, *x = malloc(sizeof(double) * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            x[i] = ts_sim_sample_once(s, a, b);
+            sum += x[i];
+            sum2 += x[i] * x[i];
+        }
+        double mean = sum / n, sd = sqrt(sum2 / n - mean * mean);
+        /* E[RTT] = 2*links + host part * E[exp(sigma Z)] + exp mean + outlier mean */
+        int va = f.node_vertex[a], vb = f.node_vertex[b];
+        double host = 0.5 * (m.host_us[va] + m.host_us[vb]);
+        double links = ts_model_base_rtt(&m, &f, a, b) - host;
+        double expect = links + host * exp(0.5 * p.jitter_sigma * p.jitter_sigma) +
+                        p.jitter_exp_mean_us + p.outlier_prob * 0.5 * (p.outlier_min_us + p.outlier_max_us);
+        is_num(mean, expect, 4 * sd / sqrt(n), "%s: mean RTT of (%d,%d) matches the formula", profile, a, b);
+        qsort(x, (size_t)n, sizeof *x, cmp_d);
+        ok(x[0] > links, "%s: no sample below the link part", profile);
+        /* the median is the noise-free RTT plus about the exponential jitter's median */
+        double base = ts_model_base_rtt(&m, &f, a, b);
+        is_num(x[n / 2], base + p.jitter_exp_mean_us * log(2.0), 0.05 * base,
+               "%s: median RTT of (%d,%d) near the formula", profile, a, b);
+        free(x);
+    }
+    double same_leaf = ts_model_base_rtt(&m, &f, 0, 1), cross = ts_model_base_rtt(&m, &f, 0, 5);
+    ok(cross > same_leaf, "%s: crossing the spine costs more than staying on a leaf", profile);
+    ts_sim_free(s);
+    ts_model_free(&m);
+    ts_model_params_free(&p);
+    ts_fabric_free(&f);
+}
+
+static void test_hardware_fixed_per_fabric(void)
+{
+    ts_fabric f;
+    ts_model_params p;
+    ts_model m1, m2, m3;
+    ts_error err;
+    two_leaves(&f);
+    memset(&p, 0, sizeof p);
+    ts_model_params_profile(&p, "ethernet", &err);
+    ts_model_realize(&m1, &f, &p, 3, NULL, 0, &err);
+    ts_model_realize(&m2, &f, &p, 3, NULL, 0, &err);
+    ts_model_realize(&m3, &f, &p, 4, NULL, 0, &err);
+    int same = 1, differ = 0;
+    for (int v = 0; v < f.nvert; v++) {
+        same &= m1.link_us[v] == m2.link_us[v] && m1.host_us[v] == m2.host_us[v];
+        differ |= m1.link_us[v] != m3.link_us[v];
+    }
+    ok(same, "the same fabric seed gives the same hardware");
+    ok(differ, "another fabric seed gives other hardware");
+    ts_sim *s1, *s2;
+    ts_sim_create(&s1, &f, &m1, 1, &err);
+    ts_sim_create(&s2, &f, &m1, 2, &err);
+    double a = ts_sim_sample_once(s1, 0, 5), b = ts_sim_sample_once(s2, 0, 5);
+    ok(a != b, "the run seed changes the noise (%.3f vs %.3f)", a, b);
+    ts_sim_free(s1);
+    ts_sim_free(s2);
+    ts_model_free(&m1);
+    ts_model_free(&m2);
+    ts_model_free(&m3);
+    ts_model_params_free(&p);
+    ts_fabric_free(&f);
+}
+
+/* A quiet profile: no noise, so interference and costs can be checked exactly. */
+static void quiet(ts_model_params *p)
+{
+    p->jitter_sigma = 0;
+    p->jitter_exp_mean_us = 0;
+    p->outlier_prob = 0;
+    p->host_variation = 0;
+    p->link_variation = 0;
+}
+
+static void test_rounds(void)
+{
+    ts_fabric f;
+    ts_model_params p;
+    ts_model m;
+    ts_sim *s;
+    ts_error err;
+    two_leaves(&f);
+    memset(&p, 0, sizeof p);
+    ts_model_params_profile(&p, "ethernet", &err);
+    quiet(&p);
+    ts_model_realize(&m, &f, &p, 0, NULL, 0, &err);
+    ts_sim_create(&s, &f, &m, 1, &err);
+    ts_transport *tp = ts_sim_transport(s);
+    ts_stop_rule r;
+    ts_stop_rule_default(&r);
+    ts_pair_stats out[4];
+    /* one pair alone across the spine: 20 host + 2 * 4 links * 2.5 = 40 µs per sample */
+    ts_pair one[] = {{0, 4}};
+    double t0 = tp->ops->now_us(tp);
+    tp->ops->run_round(tp, one, 1, &r, INFINITY, out, &err);
+    is_num(out[0].est_us, 40, 1e-9, "a lone pair sees the noise-free RTT");
+    is_num(tp->ops->now_us(tp) - t0, 40.0 * out[0].samples, 1e-6, "time advances by the samples taken");
+    /* four pairs across the spine share both spine uplinks: 3 extra flows on 2 links, both
+     * directions, 1 µs each: +12 µs */
+    ts_pair four[] = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+    tp->ops->run_round(tp, four, 4, &r, INFINITY, out, &err);
+    is_num(out[0].est_us, 40 + 2 * (3 + 3) * 1.0, 1e-9, "concurrent flows on shared links interfere");
+    /* pairs within their own leaves share nothing */
+    ts_pair local[] = {{0, 1}, {4, 5}};
+    tp->ops->run_round(tp, local, 2, &r, INFINITY, out, &err);
+    is_num(out[0].est_us, 30, 1e-9, "pairs on different links do not interfere");
+    /* the deadline cuts a round short and the clock stops there */
+    double now = tp->ops->now_us(tp);
+    tp->ops->run_round(tp, one, 1, &r, now + 50, out, &err);
+    ok(out[0].flags & TS_PAIR_DEADLINE, "a pair cut by the deadline is flagged");
+    is_int(out[0].samples, 1, "only the sample that fitted was taken");
+    ok(tp->ops->now_us(tp) <= now + 50 + 1e-9, "the round ends at the deadline");
+    /* control step: 2 * ceil(log2 8) = 6 round trips of the longest path */
+    now = tp->ops->now_us(tp);
+    ok(tp->ops->control_step(tp, INFINITY, &err) == TS_OK, "control step");
+    is_num(tp->ops->now_us(tp) - now, 6 * 40.0, 1e-6, "a control step costs 2 ceil(log2 N) longest RTTs");
+    ts_sim_free(s);
+    ts_model_free(&m);
+
+    /* faults: a dead node never answers, a lossy link loses about its share */
+    ts_fault faults[2];
+    ts_fault_parse("dead:n3", &faults[0], &err);
+    ts_fault_parse("loss:n0:20%", &faults[1], &err);
+    ok(ts_model_realize(&m, &f, &p, 0, faults, 2, &err) == TS_OK, "faults applied");
+    ts_sim_create(&s, &f, &m, 9, &err);
+    tp = ts_sim_transport(s);
+    ts_pair dead[] = {{2, 3}};
+    tp->ops->run_round(tp, dead, 1, &r, INFINITY, out, &err);
+    ok(out[0].flags & TS_PAIR_UNREACHABLE, "a dead node is unreachable");
+    int lost = 0, n = 20000;
+    for (int i = 0; i < n; i++)
+        lost += ts_sim_sample_once(s, 0, 1) < 0;
+    /* crossing the link twice: 1 - 0.8^2 = 36% */
+    is_num((double)lost / n, 0.36, 0.02, "a 20%% lossy access link loses 36%% of ping-pongs");
+    ts_pair degraded[] = {{0, 1}};
+    tp->ops->run_round(tp, degraded, 1, &r, INFINITY, out, &err);
+    ok(out[0].lost >= 0 && out[0].time_us >= out[0].lost * p.timeout_us, "timeouts cost time");
+    ts_sim_free(s);
+    ts_model_free(&m);
+    ts_model_params_free(&p);
+    ts_fabric_free(&f);
+}
+
+int main(void)
+{
+    test_formula("ethernet");
+    test_formula("infiniband");
+    test_hardware_fixed_per_fabric();
+    test_rounds();
+    return done_testing();
+}
