@@ -1,0 +1,187 @@
+/* Shirai insertion baseline: exact trees from exact distances, exact 128-node fat trees under
+ * the ethernet profile, O(N d) probes, and a partial tree under a tiny budget. */
+#include <string.h>
+#include "tap.h"
+#include "toposcope/discover.h"
+#include "toposcope/gen.h"
+#include "toposcope/metrics.h"
+#include "toposcope/model.h"
+#include "toposcope/sim.h"
+
+typedef struct run {
+    int rc;
+    ts_accuracy acc;
+    ts_probe_counters count;
+    int partial, nunmeasured, nodes_in_tree;
+    double tol_us, budget_used_us, budget_us;
+} run;
+
+static void zero_jitter(ts_model_params *p)
+{
+    p->jitter_sigma = 0;
+    p->jitter_exp_mean_us = 0;
+    p->outlier_prob = 0;
+}
+
+static int tree_nodes(const ts_utree *t)
+{
+    int k = 0;
+    for (int v = 0; v < t->nvert; v++)
+        k += t->node[v] != TS_NONE;
+    return k;
+}
+
+/* Simulate `truth` under profile (exact = no jitter), run Shirai, compare with the truth. */
+static run simulate(ts_fabric *truth, const char *profile, int exact, uint64_t seed, double budget_us)
+{
+    run r;
+    memset(&r, 0, sizeof r);
+    ts_error err = {{0}};
+    ts_model_params p;
+    ts_model m;
+    ts_sim *sim = NULL;
+    ts_probe_engine e;
+    ts_utree t;
+    ts_infer_report rep;
+    memset(&rep, 0, sizeof rep);
+    r.rc = ts_model_params_profile(&p, profile, &err);
+    if (exact)
+        zero_jitter(&p);
+    if (r.rc == TS_OK)
+        r.rc = ts_model_realize(&m, truth, &p, seed, NULL, 0, &err);
+    if (r.rc == TS_OK)
+        r.rc = ts_sim_create(&sim, truth, &m, seed * 7 + 1, &err);
+    if (r.rc == TS_OK)
+        r.rc = ts_probe_engine_init(&e, ts_sim_transport(sim), NULL, budget_us, &err);
+    if (r.rc != TS_OK) {
+        diag("setup: %s", err.text);
+        return r;
+    }
+    r.rc = ts_discover_shirai(&e, &t, &rep, &err);
+    if (r.rc == TS_OK) {
+        r.count = e.count;
+        r.partial = e.partial;
+        r.nunmeasured = rep.nunmeasured;
+        r.tol_us = rep.tol_us;
+        r.nodes_in_tree = tree_nodes(&t);
+        r.budget_used_us = ts_probe_now(&e) - e.start_us;
+        char **names = malloc(sizeof(char *) * (size_t)truth->nnodes);
+        for (int i = 0; i < truth->nnodes; i++)
+            names[i] = truth->v[truth->node_vertex[i]].name;
+        ts_fabric inf;
+        r.rc = ts_utree_to_fabric(&t, names, truth->nnodes, &inf, &err);
+        if (r.rc == TS_OK) {
+            r.rc = ts_accuracy_compare(truth, &inf, 1000, seed, &r.acc, &err);
+            ts_fabric_free(&inf);
+        }
+        free(names);
+        ts_utree_free(&t);
+        ts_infer_report_free(&rep);
+    }
+    if (r.rc != TS_OK)
+        diag("shirai: %s", err.text);
+    ts_probe_engine_free(&e);
+    ts_sim_free(sim);
+    ts_model_free(&m);
+    ts_model_params_free(&p);
+    return r;
+}
+
+static void test_exact_fat_trees(void)
+{
+    static const int ps[] = {4, 8};
+    for (int k = 0; k < 2; k++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            ts_fabric f;
+            ts_error err = {{0}};
+            ts_fabric_init(&f);
+            ts_gen_fat_tree(&f, ps[k], seed, &err);
+            run r = simulate(&f, "ethernet", 1, seed, 0);
+            int depth = ts_fabric_max_depth(&f);
+            ok(r.rc == TS_OK && r.acc.tree_exact && r.acc.nodes_missing == 0,
+               "exact distances, fat tree p=%d seed %llu: tree exact", ps[k], (unsigned long long)seed);
+            ok(r.count.probes <= 8L * f.nnodes * depth,
+               "p=%d: %ld probes <= 8 N d = %d", ps[k], r.count.probes, 8 * f.nnodes * depth);
+            ts_fabric_free(&f);
+        }
+}
+
+static void test_exact_random(void)
+{
+    int exact = 0, total = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        ts_fabric_init(&f);
+        if (ts_gen_random_identifiable(&f, 60, 5, seed, &err) != TS_OK) {
+            diag("gen: %s", err.text);
+            continue;
+        }
+        if (f.nnodes >= 3) {
+            run r = simulate(&f, seed % 2 ? "infiniband" : "ethernet", 1, seed, 0);
+            total++;
+            if (r.rc == TS_OK && r.acc.tree_exact)
+                exact++;
+            else
+                diag("random seed %llu (%d nodes): missing %d extra %d", (unsigned long long)seed,
+                     f.nnodes, r.acc.splits_missing, r.acc.splits_extra);
+        }
+        ts_fabric_free(&f);
+    }
+    ok(total >= 15 && exact == total, "exact distances: %d/%d random identifiable trees exact", exact,
+       total);
+}
+
+static void test_ethernet_128(void)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        ts_fabric_init(&f);
+        ts_gen_fat_tree(&f, 8, seed + 100, &err);
+        run r = simulate(&f, "ethernet", 0, seed, 0);
+        int depth = ts_fabric_max_depth(&f);
+        ok(r.rc == TS_OK && r.acc.tree_exact && r.acc.nodes_missing == 0 && !r.partial,
+           "ethernet, 128-node 3-level tree, seed %llu: exact", (unsigned long long)seed);
+        if (!r.acc.tree_exact)
+            diag("  missing %d extra %d", r.acc.splits_missing, r.acc.splits_extra);
+        ok(r.count.probes <= 8L * f.nnodes * depth, "seed %llu: %ld probes <= 8 N d = %d",
+           (unsigned long long)seed, r.count.probes, 8 * f.nnodes * depth);
+        ok(r.count.rounds == r.count.probes && r.count.control_steps == r.count.rounds - 1,
+           "seed %llu: sequential, one pair per round (%ld rounds, %ld control steps)",
+           (unsigned long long)seed, r.count.rounds, r.count.control_steps);
+        ok(r.tol_us > 0 && r.tol_us < 2.5, "seed %llu: tolerance %.3f us from the spread, below a hop",
+           (unsigned long long)seed, r.tol_us);
+        diag("128 nodes: %ld probes, %ld rounds, %.1f ms simulated", r.count.probes, r.count.rounds,
+             r.budget_used_us / 1000);
+        ts_fabric_free(&f);
+    }
+}
+
+static void test_tiny_budget(void)
+{
+    ts_fabric f;
+    ts_error err = {{0}};
+    ts_fabric_init(&f);
+    ts_gen_fat_tree(&f, 8, 5, &err);
+    double budget = 20000;   /* 20 ms: enough for a few dozen insertions, not 128 */
+    run r = simulate(&f, "ethernet", 0, 5, budget);
+    ok(r.rc == TS_OK && r.partial, "tiny budget: returns a partial tree");
+    ok(r.nodes_in_tree >= 2 && r.nodes_in_tree < f.nnodes, "tiny budget: %d of %d nodes inserted",
+       r.nodes_in_tree, f.nnodes);
+    is_int(r.nunmeasured + r.nodes_in_tree, f.nnodes, "every node is in the tree or unmeasured");
+    /* a round started before the deadline may finish after it, by one pair's sampling */
+    ok(r.budget_used_us <= budget + 5000, "deadline kept: %.0f us used of %.0f", r.budget_used_us,
+       budget);
+    ok(r.acc.splits_extra == 0, "the partial tree has no false switches (%d extra)", r.acc.splits_extra);
+    ts_fabric_free(&f);
+}
+
+int main(void)
+{
+    test_exact_fat_trees();
+    test_exact_random();
+    test_ethernet_128();
+    test_tiny_budget();
+    return done_testing();
+}
