@@ -268,6 +268,7 @@ static int build_verified_tree(const ts_distmat *dm, int r, const int *ids, int 
             len[id] = NAN;     /* contracted into the switch above */
     }
     rep->tol_us = isfinite(min_tol) ? min_tol : fixed_tol;
+    rep->noise_us = z_sd;
     /* Build top-down: a contracted node hangs its children from its parent's switch. */
     /* Two nodes alone: split their distance evenly around the one switch. */
     double top_h = m > 1 ? merges[top - m].height : 0.5 * dr[0];
@@ -322,6 +323,159 @@ done:
     free(len);
     free(depth);
     return rc;
+}
+
+/* Nodes the reference saw too close (a low d(r,a) lowers all of a's Gromov products) hang one
+ * level too high, beside the clade they belong to. For a node a at switch V and a child switch
+ * W of V, seen from x whose path enters V from elsewhere, with w under W and s under another
+ * child of V:
+ *     q = g_x(a,w) - g_x(w,s) = (d(x,a) - d(x,s) + d(w,s) - d(w,a)) / 2
+ * is 0 when a hangs from V and at least len(W) when a belongs under W. Averaged over many
+ * x, w, s, a's own errors average out; a moves down when q is clearly positive. */
+typedef struct tree_index {
+    int nvert;
+    int *child_start, *child;    /* CSR children */
+    int *lo, *hi, *order;        /* node vertices under v: order[lo[v]..hi[v]) */
+    int nnodes_in_tree;
+} tree_index;
+
+static void tree_index_free(tree_index *ix)
+{
+    free(ix->child_start);
+    free(ix->child);
+    free(ix->lo);
+    free(ix->hi);
+    free(ix->order);
+}
+
+static int tree_index_build(const ts_utree *t, tree_index *ix)
+{
+    int n = t->nvert;
+    memset(ix, 0, sizeof *ix);
+    ix->nvert = n;
+    ix->child_start = calloc((size_t)n + 1, sizeof(int));
+    ix->child = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    ix->lo = malloc(sizeof(int) * (size_t)n);
+    ix->hi = malloc(sizeof(int) * (size_t)n);
+    ix->order = malloc(sizeof(int) * (size_t)n);
+    int *fill = calloc((size_t)n + 1, sizeof(int)), *stack = malloc(sizeof(int) * (size_t)(2 * n + 2));
+    if (!ix->child_start || !ix->child || !ix->lo || !ix->hi || !ix->order || !fill || !stack) {
+        free(fill);
+        free(stack);
+        tree_index_free(ix);
+        return TS_ENOMEM;
+    }
+    int root = TS_NONE;
+    for (int v = 0; v < n; v++) {
+        if (t->parent[v] == TS_NONE)
+            root = v;
+        else
+            ix->child_start[t->parent[v] + 1]++;
+    }
+    for (int v = 0; v < n; v++)
+        ix->child_start[v + 1] += ix->child_start[v];
+    for (int v = 0; v < n; v++)
+        if (t->parent[v] != TS_NONE) {
+            int p = t->parent[v];
+            ix->child[ix->child_start[p] + fill[p]++] = v;
+        }
+    /* iterative DFS: a vertex is pushed once (enter) and once more (leave, encoded as -v-1) */
+    int sp = 0, pos = 0;
+    stack[sp++] = root;
+    while (sp > 0) {
+        int e = stack[--sp];
+        if (e < 0) {
+            ix->hi[-e - 1] = pos;
+            continue;
+        }
+        ix->lo[e] = pos;
+        if (t->node[e] != TS_NONE)
+            ix->order[pos++] = e;
+        stack[sp++] = -e - 1;
+        for (int k = ix->child_start[e]; k < ix->child_start[e + 1]; k++)
+            stack[sp++] = ix->child[k];
+    }
+    ix->nnodes_in_tree = pos;
+    free(fill);
+    free(stack);
+    return TS_OK;
+}
+
+/* The child of v whose subtree holds vertex u (u below v). */
+static int child_towards(const ts_utree *t, int v, int u)
+{
+    while (t->parent[u] != v)
+        u = t->parent[u];
+    return u;
+}
+
+static int refine_node_placement(const ts_distmat *dm, ts_utree *t, double noise, int *moved)
+{
+    int n = dm->n;
+    for (int pass = 0; pass < 3; pass++) {
+        tree_index ix;
+        if (tree_index_build(t, &ix) != TS_OK)
+            return TS_ENOMEM;
+        ts_rng rng;
+        ts_rng_seed_stream(&rng, (uint64_t)t->nvert * 31u + (uint64_t)pass, 0x2e);
+        int changed = 0, total = ix.nnodes_in_tree;
+        for (int a = 0; a < t->nvert; a++) {
+            if (t->node[a] == TS_NONE)
+                continue;
+            int v = t->parent[a];
+            int best = TS_NONE;
+            double best_margin = 0, best_q = 0;
+            for (int k = ix.child_start[v]; k < ix.child_start[v + 1]; k++) {
+                int w = ix.child[k];
+                if (t->node[w] != TS_NONE || ix.hi[w] - ix.lo[w] < 1)
+                    continue;
+                double sum = 0;
+                int got = 0;
+                for (int tries = 0; tries < 4 * VERIFY_SAMPLES && got < VERIFY_SAMPLES / 2; tries++) {
+                    int wv = ix.order[ix.lo[w] + (int)ts_rng_below(&rng, (uint64_t)(ix.hi[w] - ix.lo[w]))];
+                    int sv = ix.order[ix.lo[v] + (int)ts_rng_below(&rng, (uint64_t)(ix.hi[v] - ix.lo[v]))];
+                    if (sv == a || (ix.lo[sv] >= ix.lo[w] && ix.lo[sv] < ix.hi[w]))
+                        continue;
+                    /* x: outside v, or under a child of v other than those of a, w and s */
+                    int xv = ix.order[(int)ts_rng_below(&rng, (uint64_t)total)];
+                    if (xv == a || xv == sv)
+                        continue;
+                    if (ix.lo[xv] >= ix.lo[v] && ix.lo[xv] < ix.hi[v]) {
+                        int cx = child_towards(t, v, xv);
+                        if (cx == w || cx == child_towards(t, v, sv))
+                            continue;
+                    }
+                    int na = t->node[a], nw = t->node[wv], ns = t->node[sv], nx = t->node[xv];
+                    double q = dm->d[(size_t)nx * n + na] - dm->d[(size_t)nx * n + ns] +
+                               dm->d[(size_t)nw * n + ns] - dm->d[(size_t)nw * n + na];
+                    if (isfinite(q)) {
+                        sum += 0.5 * q;
+                        got++;
+                    }
+                }
+                if (got < 8)
+                    continue;
+                double q = sum / got, se = noise * sqrt(4.0 / got) / 2;
+                double need = fmax(VERIFY_Z * se, 0.5 * t->len[w]);
+                if (q - need > best_margin) {
+                    best_margin = q - need;
+                    best = w;
+                    best_q = q;
+                }
+            }
+            if (best != TS_NONE) {
+                /* a's pendant now starts below w; the part of it w's edge covers is gone */
+                t->parent[a] = best;
+                t->len[a] = fmax(t->len[a] - fmin(best_q, t->len[best]), 0);
+                changed++;
+            }
+        }
+        tree_index_free(&ix);
+        *moved += changed;
+        if (!changed)
+            break;
+    }
+    return TS_OK;
 }
 
 int ts_infer_matrix(const ts_distmat *dm, double tol_us, ts_utree *out, ts_infer_report *rep,
@@ -403,6 +557,8 @@ int ts_infer_matrix(const ts_distmat *dm, double tol_us, ts_utree *out, ts_infer
         goto out;
     }
     rc = build_verified_tree(dm, r, ids, m, dr, merges, tol_us, sd, out, rep);
+    if (rc == TS_OK && m > 2)
+        rc = refine_node_placement(dm, out, rep->noise_us, &rep->moved);
     if (rc != TS_OK)
         rc = ts_fail(err, rc, "out of memory");
 out:

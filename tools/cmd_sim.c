@@ -196,6 +196,8 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
     fprintf(m, "shared_link_fp: %.6f\nshared_link_fn: %.6f\nqueries: %ld\n", acc->shared_link_fp,
             acc->shared_link_fn, acc->queries);
     fprintf(m, "merge_tolerance_us: %.4f\n", rep->tol_us);
+    if (rep->reference != TS_NONE)
+        fprintf(m, "reference_node: \"%s\"\n", truth->v[truth->node_vertex[rep->reference]].name);
     fprintf(m, "unmeasured_nodes: [");
     for (int i = 0; i < rep->nunmeasured; i++)
         fprintf(m, "%s\"%s\"", i ? ", " : "", truth->v[truth->node_vertex[rep->unmeasured[i]]].name);

@@ -42,7 +42,9 @@ typedef struct ts_distmat {
 } ts_distmat;
 
 typedef struct ts_infer_report {
-    double tol_us;           /* merge tolerance used (RTT units) */
+    double tol_us;           /* smallest edge length accepted (RTT units) */
+    double noise_us;         /* standard error of one distance the checks assumed */
+    int moved;               /* nodes moved down into a clade by the placement check */
     int reference;           /* node the Gromov products were taken from */
     int nunmeasured;         /* nodes without any distance: left out of the tree */
     int *unmeasured;         /* their indices (malloc'd; free with ts_infer_report_free) */
