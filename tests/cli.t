@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# toposcope sim and gen end to end: outputs, accuracy of the baselines on a 128-node 3-level
+# tree under the ethernet profile, the budget, and clear errors for bad input.
+set -u
+cd "$(dirname "$0")/.."
+bin=${TOPOSCOPE_BUILD:-build}/bin/toposcope
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0 failed=0
+ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+field() { awk -v k="$1:" '$1==k {print $2}' "$2"; }
+
+"$bin" --help > "$tmp/help" 2>&1; ok $? "toposcope --help"
+grep -q "sim" "$tmp/help"; ok $? "--help lists the sim command"
+"$bin" sim --help > "$tmp/simhelp" 2>&1; ok $? "toposcope sim --help"
+for opt in --fabric --params --profile --seed --fabric-seed --budget-ms --method --inject --out; do
+    grep -q -- "$opt" "$tmp/simhelp"; ok $? "sim --help documents $opt"
+done
+
+"$bin" gen --fat-tree 8 --seed 3 > "$tmp/ft8.conf"; ok $? "gen writes a 128-node fat tree"
+nodes=$(grep -o 'Nodes=[^ ]*' "$tmp/ft8.conf" | wc -l)
+[ "$nodes" -eq 32 ]; ok $? "32 leaf switches in the generated fabric ($nodes)"
+
+# The Done-when bar of issue A: both baselines recover the exact tree, several seeds.
+for method in allpairs shirai; do
+    exact=0
+    for seed in 1 2 3 4 5; do
+        "$bin" sim --fabric "$tmp/ft8.conf" --method $method --seed $seed --fabric-seed $seed \
+            --out "$tmp/$method-$seed" > "$tmp/log" 2>&1 || cat "$tmp/log"
+        [ "$(field tree_exact "$tmp/$method-$seed/metrics.yaml")" = true ] && exact=$((exact+1))
+    done
+    [ $exact -eq 5 ]; ok $? "$method recovers the exact 128-node tree (ethernet) in $exact of 5 seeds"
+done
+
+out="$tmp/allpairs-1"
+for f in topology.conf tree.yaml truth.yaml metrics.yaml; do
+    [ -s "$out/$f" ]; ok $? "sim writes $f"
+done
+for k in nodes probes samples rounds sim_time_s cpu_time_s peak_rss_mb leaf_groups_exact tree_exact \
+         leaf_ari shared_link_fp shared_link_fn budget_exceeded partial; do
+    [ -n "$(field $k "$out/metrics.yaml")" ]; ok $? "metrics.yaml has $k"
+done
+[ "$(field probes "$out/metrics.yaml")" -eq 8128 ]; ok $? "allpairs measures all 128*127/2 pairs"
+[ "$(field rounds "$out/metrics.yaml")" -eq 127 ]; ok $? "in Bufe's T(n) = ceil(n/2) + T(ceil(n/2)) = 127 rounds"
+# the inferred topology.conf is valid input again, and describes the same tree
+"$bin" sim --fabric "$out/topology.conf" --method allpairs --out "$tmp/again" > "$tmp/log" 2>&1
+ok $? "the inferred topology.conf parses as a fabric"
+
+# A budget is never overrun: the result is flagged partial instead.
+"$bin" sim --fabric "$tmp/ft8.conf" --method allpairs --budget-ms 5 --out "$tmp/budget" > "$tmp/log" 2>&1
+ok $? "a 5 ms budget still produces a result"
+[ "$(field partial "$tmp/budget/metrics.yaml")" = true ]; ok $? "flagged partial"
+[ "$(field budget_exceeded "$tmp/budget/metrics.yaml")" = false ]; ok $? "budget not exceeded"
+awk '$1=="sim_time_s:" {exit !($2 <= 0.005)}' "$tmp/budget/metrics.yaml"; ok $? "virtual time within 5 ms"
+
+# Faults reach the simulation: a dead node is reported unmeasured.
+victim=$(grep -o 'Nodes=n\[[0-9]*' "$tmp/ft8.conf" | head -1 | sed 's/Nodes=n\[/n/')
+"$bin" sim --fabric "$tmp/ft8.conf" --method allpairs --inject "dead:$victim" --out "$tmp/dead" > "$tmp/log" 2>&1
+ok $? "a run with a dead node completes"
+grep -q "unmeasured_nodes: \[\"$victim\"\]" "$tmp/dead/metrics.yaml"; ok $? "the dead node $victim is reported unmeasured"
+
+# Bad input: exit status 2 and a message naming the file and line.
+"$bin" sim --fabric tests/data/topo/bad-unknown-switch.conf --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? -eq 2 ]; ok $? "a broken topology.conf exits with status 2"
+grep -q "bad-unknown-switch.conf:[0-9]*:" "$tmp/err"; ok $? "and names FILE:LINE ($(head -1 "$tmp/err"))"
+"$bin" sim --fabric "$tmp/missing.conf" --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? -eq 2 ]; ok $? "a missing fabric file exits with status 2"
+grep -q "missing.conf" "$tmp/err"; ok $? "and names the file"
+"$bin" sim --fabric "$tmp/ft8.conf" --inject "degrade:nosuch:+30%" --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? -eq 2 ]; ok $? "a fault naming an unknown link exits with status 2"
+grep -q "nosuch" "$tmp/err"; ok $? "and names it"
+"$bin" sim --fabric "$tmp/ft8.conf" --inject "melt:n1" --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? -eq 2 ]; ok $? "an unknown fault kind exits with status 2"
+"$bin" sim --fabric "$tmp/ft8.conf" --method bogus --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? -eq 2 ]; ok $? "an unknown method exits with status 2"
+"$bin" sim --fabric "$tmp/ft8.conf" --profile token-ring --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? -eq 2 ]; ok $? "an unknown profile exits with status 2"
+"$bin" sim --fabric "$tmp/ft8.conf" --params tests/data/params/bad_unknown_key.yaml --out "$tmp/x" > "$tmp/err" 2>&1
+rc=$?
+[ $rc -eq 2 ]; ok $? "a broken params file exits with status 2"
+grep -q "bad_unknown_key.yaml:[0-9]*:[0-9]*:" "$tmp/err"; ok $? "and names FILE:LINE:COLUMN ($(head -1 "$tmp/err"))"
+"$bin" sim --fabric "$tmp/ft8.conf" --seed -3 --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? -eq 2 ]; ok $? "a negative seed is refused"
+
+echo "1..$n"
+[ $failed -eq 0 ]
