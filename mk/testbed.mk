@@ -1,0 +1,27 @@
+# The emulated cluster: latency fabric emulator, UDP ping, bench-testbed, demo.
+#   make testbed        build build/bin/toposcope-fabemu and build/bin/toposcope-udping
+#   make bench-testbed  configured vs achieved delay (50 us .. 2 ms) and the emulator's CPU use
+#   make demo           8-node testbed on etc/demo (KEEP=1 leaves it up)
+
+TESTBED_FABEMU := $(BUILD)/bin/toposcope-fabemu
+TESTBED_UDPING := $(BUILD)/bin/toposcope-udping
+TESTBED_BINS   := $(TESTBED_FABEMU) $(TESTBED_UDPING)
+
+.PHONY: testbed bench-testbed demo
+all: $(TESTBED_BINS)
+testbed: $(TESTBED_BINS)
+
+$(TESTBED_FABEMU): tests/testbed/fabemu.c $(LIB_A) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+$(TESTBED_UDPING): tests/testbed/udping.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+bench-testbed: $(TESTBED_BINS)
+	TOPOSCOPE_BUILD=$(abspath $(BUILD)) tests/testbed/bench
+
+demo: deps
+	$(MAKE) all
+	TOPOSCOPE_BUILD=$(abspath $(BUILD)) KEEP=$(KEEP) tests/testbed/demo

@@ -1,0 +1,159 @@
+# toposcope testbed — names and helpers shared by up, down, status, fabctl and the checks.
+# Sourced, not run. Everything the testbed creates carries a recognisable name so that `down`
+# removes exactly that: namespaces tsb-<node>, TAP devices tsb<i> / tsb-ctl, /etc/hosts lines
+# ending in "# toposcope-testbed", processes whose pids (with start times) are in $TB_STATE/pids.
+
+TB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TB_REPO=$(cd "$TB_DIR/../.." && pwd)
+TB_BUILD=${TOPOSCOPE_BUILD:-$TB_REPO/build}
+TB_FABEMU=$TB_BUILD/bin/toposcope-fabemu
+TB_UDPING=$TB_BUILD/bin/toposcope-udping
+# Outside /tmp: every slurmd gets a private /tmp, and the configs must be visible to all of them.
+TB_STATE=${TOPOSCOPE_TESTBED_STATE:-/var/lib/toposcope-testbed}
+TB_NS_PREFIX=tsb-
+TB_TAP_PREFIX=tsb
+TB_HOSTS_MARK="# toposcope-testbed"
+TB_SUBNET_PREFIX=10.77
+TB_CTL_ADDR=10.77.0.1
+TB_CTL_SOCK=$TB_STATE/run/fabemu.sock
+TB_CONF=$TB_STATE/etc/slurm.conf
+TB_CTLD_PORT=6917
+TB_SLURMD_PORT=6918
+TB_HOSTS=${TOPOSCOPE_TESTBED_HOSTS:-/etc/hosts}
+
+tb_die() { echo "testbed: $*" >&2; exit 1; }
+tb_log() { echo "testbed: $*" >&2; }
+
+tb_require_root() {
+  [ "$(id -u)" -eq 0 ] || tb_die "must run as root (namespaces, TAP devices, daemons)"
+}
+
+# Node i (0-based, fabric order) -> its address on the test subnet; 10.77.0.0/24 is the root's.
+tb_node_addr() {
+  local i=$1
+  echo "$TB_SUBNET_PREFIX.$((1 + i / 250)).$((1 + i % 250))"
+}
+
+tb_ns() { echo "$TB_NS_PREFIX$1"; }
+
+# Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat), so a recorded
+# pid that was recycled by an unrelated process is never signalled.
+tb_starttime() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }            # the command name may contain spaces; cut after its ')'
+  set -- $stat
+  echo "${20}"
+}
+
+tb_record_pid() {   # NAME PID
+  local st
+  st=$(tb_starttime "$2") || tb_die "process $1 (pid $2) is not running"
+  echo "$1 $2 $st" >> "$TB_STATE/pids"
+}
+
+# True if the recorded NAME PID START still names the same live process.
+tb_pid_alive() {
+  local st
+  st=$(tb_starttime "$1") || return 1
+  [ "$st" = "$2" ]
+}
+
+# Wait up to SECONDS for COMMAND to succeed, polling every 0.2 s.
+tb_wait_for() {
+  local seconds=$1; shift
+  local end=$((SECONDS + seconds))
+  while ! "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $end ] || return 1
+    sleep 0.2
+  done
+}
+
+tb_ctl() { "$TB_FABEMU" ctl "$TB_CTL_SOCK" "$@"; }
+
+# Serialise up/down/status against each other.
+tb_lock() {
+  mkdir -p "$TB_STATE"
+  exec 8>"$TB_STATE/lock"
+  flock -w 300 8 || tb_die "another up/down has held $TB_STATE/lock for 5 minutes"
+}
+
+tb_namespaces() {
+  ip netns list 2>/dev/null | awk -v p="$TB_NS_PREFIX" 'index($1, p) == 1 { print $1 }'
+}
+
+tb_taps() {
+  ip -o link show 2>/dev/null | awk -F': ' -v p="$TB_TAP_PREFIX" '{ sub(/@.*/, "", $2) }
+    $2 ~ ("^" p "([0-9]+|-ctl)$") { print $2 }'
+}
+
+# Stop PID (recorded start time START): TERM, up to 5 s grace, then KILL.
+tb_stop_pid() {
+  local pid=$1 st=$2 i
+  tb_pid_alive "$pid" "$st" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 50); do
+    tb_pid_alive "$pid" "$st" || return 0
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  for i in $(seq 20); do
+    tb_pid_alive "$pid" "$st" || return 0
+    sleep 0.1
+  done
+  tb_log "pid $pid survived SIGKILL"
+  return 1
+}
+
+# Remove everything `up` made. Safe to run twice and after a half-finished `up`.
+tb_teardown() {
+  local ns pid st name tap
+  # 1. Every process living in a testbed namespace was started for the testbed: slurmd, the
+  #    slurmstepds it forked, job tasks, udping servers. They are found through the namespace
+  #    (ip netns pids), not by name.
+  for ns in $(tb_namespaces); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do
+      kill -TERM "$pid" 2>/dev/null || true
+    done
+  done
+  local end=$((SECONDS + 5))
+  while [ $SECONDS -lt $end ]; do
+    local left=0
+    for ns in $(tb_namespaces); do
+      [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] || left=1
+    done
+    [ $left -eq 1 ] || break
+    sleep 0.1
+  done
+  for ns in $(tb_namespaces); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do
+      kill -KILL "$pid" 2>/dev/null || true
+    done
+  done
+  # 2. Processes in the root namespace recorded by pid and start time: slurmctld, the
+  #    emulator, munged if the testbed started it. Reverse order: the emulator goes last but
+  #    one so slurmctld can still say goodbye to the nodes.
+  if [ -f "$TB_STATE/pids" ]; then
+    tac "$TB_STATE/pids" | while read -r name pid st; do
+      tb_stop_pid "$pid" "$st" || tb_log "could not stop $name (pid $pid)"
+    done
+    rm -f "$TB_STATE/pids"
+  fi
+  # 3. Namespaces, then any TAP left in the root namespace (normally they vanish with the
+  #    emulator, whose file descriptors keep them alive).
+  for ns in $(tb_namespaces); do
+    ip netns delete "$ns" 2>/dev/null || tb_log "could not delete namespace $ns"
+  done
+  for tap in $(tb_taps); do
+    ip link delete "$tap" 2>/dev/null || true
+  done
+  # 4. /etc/hosts lines. Written in place (not sed -i): /etc/hosts may be a bind mount, which
+  #    cannot be replaced by rename.
+  if [ -f "$TB_HOSTS" ] && grep -qF "$TB_HOSTS_MARK" "$TB_HOSTS"; then
+    local kept
+    kept=$(grep -vF "$TB_HOSTS_MARK" "$TB_HOSTS" || true)
+    printf '%s\n' "$kept" > "$TB_HOSTS"
+  fi
+  # 5. Runtime state; logs and generated configs stay for post-mortems.
+  rm -rf "$TB_STATE/run" "$TB_STATE/slurmctld" "$TB_STATE/slurmd" "$TB_STATE/fingerprint"
+}
