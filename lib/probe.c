@@ -216,6 +216,30 @@ void ts_sampler_finish(const ts_sampler *s, int a, int b, ts_pair_stats *out)
         out->flags |= TS_PAIR_CAPPED;
 }
 
+void ts_sample_pair(const ts_stop_rule *rule, ts_probe_fn probe, void *ctx, double timeout_us,
+                    double budget_us, int a, int b, ts_pair_stats *out)
+{
+    ts_sampler s;
+    ts_sampler_start(&s, rule);
+    int cut = 0;
+    while (!ts_sampler_done(&s)) {
+        double rtt = probe(ctx);
+        double cost = rtt < 0 ? timeout_us : rtt;
+        if (s.time_us + cost > budget_us) {
+            cut = 1;
+            s.time_us = budget_us;     /* the probe in flight is abandoned */
+            break;
+        }
+        if (rtt < 0)
+            ts_sampler_add_loss(&s, cost);
+        else
+            ts_sampler_add(&s, rtt);
+    }
+    ts_sampler_finish(&s, a, b, out);
+    if (cut)
+        out->flags |= TS_PAIR_DEADLINE;
+}
+
 /* ---- measured pairs ---- */
 
 struct ts_pairdb {

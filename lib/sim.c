@@ -61,6 +61,19 @@ static double sample_rtt(ts_sim *s, int va, int vb, const int *links, int nlinks
     return rtt;
 }
 
+typedef struct sim_probe_ctx {
+    ts_sim *s;
+    int va, vb;
+    const int *links;
+    int nlinks, extra_flows;
+} sim_probe_ctx;
+
+static double sim_probe(void *ctx)
+{
+    sim_probe_ctx *c = ctx;
+    return sample_rtt(c->s, c->va, c->vb, c->links, c->nlinks, c->extra_flows);
+}
+
 static int sim_run_round(ts_transport *t, const ts_pair *pairs, int npairs, const ts_stop_rule *rule,
                          double deadline_us, ts_pair_stats *out, ts_error *err)
 {
@@ -82,25 +95,9 @@ static int sim_run_round(ts_transport *t, const ts_pair *pairs, int npairs, cons
         int extra = 0;
         for (int k = 0; k < n; k++)
             extra += s->link_flows[links[k]] - 1;
-        ts_sampler smp;
-        ts_sampler_start(&smp, rule);
-        int cut = 0;
-        while (!ts_sampler_done(&smp)) {
-            double rtt = sample_rtt(s, va, vb, links, n, extra);
-            double cost = rtt < 0 ? s->m->p.timeout_us : rtt;
-            if (start + smp.time_us + cost > deadline_us) {
-                cut = 1;
-                smp.time_us = deadline_us - start;   /* the probe in flight is abandoned */
-                break;
-            }
-            if (rtt < 0)
-                ts_sampler_add_loss(&smp, cost);
-            else
-                ts_sampler_add(&smp, rtt);
-        }
-        ts_sampler_finish(&smp, pairs[i].a, pairs[i].b, &out[i]);
-        if (cut)
-            out[i].flags |= TS_PAIR_DEADLINE;
+        sim_probe_ctx pc = {s, va, vb, links, n, extra};
+        ts_sample_pair(rule, sim_probe, &pc, s->m->p.timeout_us, deadline_us - start, pairs[i].a,
+                       pairs[i].b, &out[i]);
         if (out[i].time_us > longest)
             longest = out[i].time_us;
     }

@@ -63,6 +63,12 @@ void ts_sampler_add_loss(ts_sampler *s, double timeout_us);
 int ts_sampler_done(const ts_sampler *s);
 /* Summarize; flags gets TS_PAIR_DEADLINE or'ed in by the caller when cut short. */
 void ts_sampler_finish(const ts_sampler *s, int a, int b, ts_pair_stats *out);
+/* Sample one pair from scratch until the rule stops: `probe` returns one round trip in µs, or a
+ * negative value for a lost probe (which costs timeout_us). A probe that would end after
+ * `budget_us` of the pair's time is abandoned and the pair flagged TS_PAIR_DEADLINE. */
+typedef double (*ts_probe_fn)(void *ctx);
+void ts_sample_pair(const ts_stop_rule *rule, ts_probe_fn probe, void *ctx, double timeout_us,
+                    double budget_us, int a, int b, ts_pair_stats *out);
 
 /* Robust statistics helpers (exposed for tests and other modules). */
 double ts_median(double *x, int n);            /* reorders x */

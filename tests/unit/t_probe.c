@@ -20,32 +20,28 @@ static double fake_now(ts_transport *t)
     return ((fake *)t->impl)->now;
 }
 
+typedef struct fake_probe_ctx {
+    fake *f;
+    int a, b, k;
+} fake_probe_ctx;
+
+static double fake_probe(void *ctx)
+{
+    fake_probe_ctx *c = ctx;
+    if (c->a == c->f->dead || c->b == c->f->dead)
+        return -1;
+    return c->f->base + c->a + c->b + (c->k++ % 2 ? c->f->noise_amp : -c->f->noise_amp);
+}
+
 static int fake_round(ts_transport *t, const ts_pair *pairs, int n, const ts_stop_rule *rule,
                       double deadline, ts_pair_stats *out, ts_error *err)
 {
     fake *f = t->impl;
     double longest = 0;
     for (int i = 0; i < n; i++) {
-        ts_sampler s;
-        ts_sampler_start(&s, rule);
-        int cut = 0, k = 0;
-        while (!ts_sampler_done(&s)) {
-            int lost = pairs[i].a == f->dead || pairs[i].b == f->dead;
-            double rtt = f->base + pairs[i].a + pairs[i].b + (k++ % 2 ? f->noise_amp : -f->noise_amp);
-            double cost = lost ? f->timeout : rtt;
-            if (f->now + s.time_us + cost > deadline) {
-                cut = 1;
-                s.time_us = deadline - f->now;
-                break;
-            }
-            if (lost)
-                ts_sampler_add_loss(&s, cost);
-            else
-                ts_sampler_add(&s, rtt);
-        }
-        ts_sampler_finish(&s, pairs[i].a, pairs[i].b, &out[i]);
-        if (cut)
-            out[i].flags |= TS_PAIR_DEADLINE;
+        fake_probe_ctx pc = {f, pairs[i].a, pairs[i].b, 0};
+        ts_sample_pair(rule, fake_probe, &pc, f->timeout, deadline - f->now, pairs[i].a, pairs[i].b,
+                       &out[i]);
         if (out[i].time_us > longest)
             longest = out[i].time_us;
     }
