@@ -724,7 +724,8 @@ static void usage(FILE *out)
             "                     delay, stats, reset-stats, ports)\n"
             "  --spin-us US       poll instead of sleeping this long before a due time (default 50)\n"
             "  --hot-us US        keep polling this long after a frame moved (default 0)\n"
-            "  --rt PRIO          run with SCHED_FIFO priority PRIO (0 = normal scheduling)\n");
+            "  --rt PRIO          run with SCHED_FIFO priority PRIO (0 = normal scheduling)\n"
+            "  --pm-qos           hold /dev/cpu_dma_latency at 0 while running (machine-wide)\n");
 }
 
 static int load(emu *e, const char *fabric, const char *params, const char *profile, ts_error *err)
@@ -749,20 +750,21 @@ int main(int argc, char **argv)
     static emu e;
     const char *fabric = NULL, *params = NULL, *profile = "ethernet", *ctl = NULL;
     const char *prefix = "tsb";
-    int list_nodes = 0, ctl_port = 1, rt = 0;
+    int list_nodes = 0, ctl_port = 1, rt = 0, pm_qos = 0;
     double spin_us = 50, hot_us = 0;
     ts_error err;
     ts_error_clear(&err);
     e.seed = 1;
     enum { O_FABRIC = 256, O_PARAMS, O_PROFILE, O_SEED, O_INJECT, O_JITTER, O_PREFIX, O_NOCTL,
-           O_CTL, O_SPIN, O_HOT, O_RT, O_LIST, O_HELP };
+           O_CTL, O_SPIN, O_HOT, O_RT, O_PMQOS, O_LIST, O_HELP };
     static const struct option opts[] = {
         {"fabric", required_argument, 0, O_FABRIC},   {"params", required_argument, 0, O_PARAMS},
         {"profile", required_argument, 0, O_PROFILE}, {"seed", required_argument, 0, O_SEED},
         {"inject", required_argument, 0, O_INJECT},   {"jitter-us", required_argument, 0, O_JITTER},
         {"tap-prefix", required_argument, 0, O_PREFIX}, {"no-ctl-port", no_argument, 0, O_NOCTL},
         {"ctl", required_argument, 0, O_CTL},         {"spin-us", required_argument, 0, O_SPIN},
-        {"hot-us", required_argument, 0, O_HOT},      {"rt", required_argument, 0, O_RT},           {"list-nodes", no_argument, 0, O_LIST},
+        {"hot-us", required_argument, 0, O_HOT},      {"rt", required_argument, 0, O_RT},
+        {"pm-qos", no_argument, 0, O_PMQOS},          {"list-nodes", no_argument, 0, O_LIST},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -786,6 +788,7 @@ int main(int argc, char **argv)
         case O_SPIN: spin_us = strtod(optarg, NULL); break;
         case O_HOT: hot_us = strtod(optarg, NULL); break;
         case O_RT: rt = atoi(optarg); break;
+        case O_PMQOS: pm_qos = 1; break;
         case O_LIST: list_nodes = 1; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -882,6 +885,16 @@ int main(int argc, char **argv)
         if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
             fprintf(stderr, "toposcope-fabemu: SCHED_FIFO %d: %s (continuing)\n", rt, strerror(errno));
     }
+    /* Waking a halted CPU (a VM exit on virtual machines) costs tens of microseconds at every
+     * hop: in the emulator, and in the node processes on both ends. A zero latency request
+     * keeps idle CPUs polling; the kernel drops the request when this process exits. */
+    int qos_fd = -1;
+    if (pm_qos) {
+        int32_t zero = 0;
+        qos_fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+        if (qos_fd < 0 || write(qos_fd, &zero, sizeof zero) != (ssize_t)sizeof zero)
+            fprintf(stderr, "toposcope-fabemu: /dev/cpu_dma_latency: %s (continuing)\n", strerror(errno));
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -897,6 +910,8 @@ int main(int argc, char **argv)
 
     if (ctl)
         unlink(ctl);
+    if (qos_fd >= 0)
+        close(qos_fd);
     while (e.nheap > 0)
         free(heap_pop(&e));
     for (int p = 0; p < e.nports; p++)

@@ -79,7 +79,16 @@ tb_lock() {
 }
 
 tb_namespaces() {
-  ip netns list 2>/dev/null | awk -v p="$TB_NS_PREFIX" 'index($1, p) == 1 { print $1 }'
+  ip netns list 2>/dev/null | awk -v p="$TB_NS_PREFIX" 'index($1, p) == 1 { print $1 }' | sort -V
+}
+
+# Tests and tools that use a testbed hold this lock from up to down, so two of them never tear
+# down each other's cluster; they wait for their turn instead (bounded by SECONDS).
+tb_session_lock() {
+  local seconds=${1:-900}
+  mkdir -p "$TB_STATE"
+  exec 9>"$TB_STATE/session.lock"
+  flock -w "$seconds" 9 || tb_die "the testbed was busy (session lock) for $seconds s"
 }
 
 tb_taps() {
