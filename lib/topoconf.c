@@ -519,22 +519,41 @@ static int *compute_heights(const ts_fabric *f)
     return height;
 }
 
-static int write_children(const ts_fabric *f, int sw, ts_vertex_kind kind, const char *key, char **names,
-                          FILE *out)
+/* The children of one kind as a compressed hostlist: *list stays NULL when there are none. */
+static int compress_children(const ts_fabric *f, int sw, ts_vertex_kind kind, char **names, char **list)
 {
     size_t n = 0;
+    *list = NULL;
     for (int c = f->v[sw].first_child; c != TS_NONE; c = f->v[c].next_sibling)
         if (f->v[c].kind == kind)
             names[n++] = f->v[c].name;
     if (n == 0)
         return TS_OK;
     qsort(names, n, sizeof *names, cmp_names);
-    char *list = ts_hostlist_compress(names, n);
-    if (!list)
-        return TS_ENOMEM;
-    fprintf(out, " %s=%s", key, list);
-    free(list);
-    return TS_OK;
+    *list = ts_hostlist_compress(names, n);
+    return *list ? TS_OK : TS_ENOMEM;
+}
+
+/* A line the parser would refuse is not written: the output must always read back. */
+static int write_switch(const ts_fabric *f, int sw, char **names, FILE *out)
+{
+    char *switches, *nodes = NULL;
+    int rc = compress_children(f, sw, TS_SWITCH, names, &switches);
+    if (rc == TS_OK)
+        rc = compress_children(f, sw, TS_NODE, names, &nodes);
+    if (rc == TS_OK) {
+        size_t len = strlen("SwitchName=") + strlen(f->v[sw].name) +
+                     (switches ? strlen(" Switches=") + strlen(switches) : 0) +
+                     (nodes ? strlen(" Nodes=") + strlen(nodes) : 0);
+        if (len > TS_TOPOCONF_LINE_MAX)
+            rc = TS_ELIMIT;
+    }
+    if (rc == TS_OK)
+        fprintf(out, "SwitchName=%s%s%s%s%s\n", f->v[sw].name, switches ? " Switches=" : "",
+                switches ? switches : "", nodes ? " Nodes=" : "", nodes ? nodes : "");
+    free(switches);
+    free(nodes);
+    return rc;
 }
 
 static int has_node_child(const ts_fabric *f, int sw)
@@ -562,13 +581,8 @@ int ts_fabric_write_topology_conf(const ts_fabric *f, FILE *out)
     switch_order order = { f, height };
     qsort_r(switches, (size_t)nsw, sizeof *switches, cmp_switches, &order);
     fprintf(out, "# topology.conf written by toposcope: leaf switches first\n");
-    for (int i = 0; i < nsw && rc == TS_OK; i++) {
-        fprintf(out, "SwitchName=%s", f->v[switches[i]].name);
-        rc = write_children(f, switches[i], TS_SWITCH, "Switches", names, out);
-        if (rc == TS_OK)
-            rc = write_children(f, switches[i], TS_NODE, "Nodes", names, out);
-        fputc('\n', out);
-    }
+    for (int i = 0; i < nsw && rc == TS_OK; i++)
+        rc = write_switch(f, switches[i], names, out);
     if (rc == TS_OK && ferror(out))
         rc = TS_ESYS;
 out:

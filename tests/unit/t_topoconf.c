@@ -340,6 +340,33 @@ static void test_huge_file(void)
     unlink(path);
 }
 
+/* Names without digits do not compress, so enough of them overflow one line. */
+static void test_writer_limit(void)
+{
+    ts_fabric f;
+    ts_error err;
+    ts_fabric_init(&f);
+    int sw = ts_fabric_add_vertex(&f, "big", TS_SWITCH, &err);
+    int added = 0;
+    for (int i = 0; i < 8000; i++) {
+        char name[16] = "node-";
+        for (int k = 0, x = i; k < 4; k++, x /= 26)
+            name[5 + k] = (char)('a' + x % 26);
+        int v = ts_fabric_add_vertex(&f, name, TS_NODE, &err);
+        added += v >= 0 && ts_fabric_attach(&f, sw, v, &err) == TS_OK;
+    }
+    ok(added == 8000 && ts_fabric_finalize(&f, &err) == TS_OK, "a switch with 8000 digitless node names");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    int rc = ts_fabric_write_topology_conf(&f, out);
+    fclose(out);
+    is_int(rc, TS_ELIMIT, "  the writer refuses a line longer than the parser accepts");
+    ok(strstr(buf, "node-") == NULL, "  and writes no partial line");
+    free(buf);
+    ts_fabric_free(&f);
+}
+
 /* A random tree of about 1000 nodes, written the way admins do: leaves first, ranges. */
 static char *generate(unsigned *seed, int *want_nodes)
 {
@@ -476,6 +503,7 @@ int main(void)
     test_broken_files();
     test_broken_text();
     test_huge_file();
+    test_writer_limit();
     test_generated();
     test_garbage();
     return done_testing();
