@@ -300,6 +300,8 @@ static int check_all_defined(conf_parser *p)
 static int check_cycles(conf_parser *p)
 {
     int n = p->f.nvert, head = 0, tail = 0;
+    if (n <= 0)
+        return TS_OK;
     int *queue = malloc(sizeof *queue * (size_t)n);
     unsigned char *seen = calloc((size_t)n, 1);
     if (!queue || !seen) {
