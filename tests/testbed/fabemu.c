@@ -106,8 +106,6 @@ typedef struct emu {
     int epfd, tfd, lfd;
     ctl_client clients[CTL_CLIENTS];
     uint64_t spin_ns;
-    uint64_t hot_ns;               /* keep polling this long after the last frame moved */
-    uint64_t hot_until;
     uint64_t armed_ns;             /* when the timerfd is set to fire, 0 = disarmed */
 
     /* accuracy: how late frames left compared with their due time */
@@ -188,6 +186,16 @@ static int apply_model(emu *e, ts_error *err)
             e->pair_loss[k] = loss;
             e->pair_dead[k] = (unsigned char)dead;
         }
+    return TS_OK;
+}
+
+/* A slow host is the simulator's model of a node's own stack; on the testbed the node's real
+ * stack plays that part, so accepting the fault would silently do nothing. */
+static int emulated_fault(const ts_fault *ft, ts_error *err)
+{
+    if (ft->kind == TS_FAULT_SLOWHOST)
+        return ts_fail(err, TS_EINPUT, "slowhost:%s is a simulator fault; the emulator delays links "
+                       "(use degrade:%s:+USus for the node's access link)", ft->target, ft->target);
     return TS_OK;
 }
 
@@ -360,9 +368,7 @@ static void read_port(emu *e, int p, unsigned char *buf)
         if (n <= 0)
             return;
         e->ports[p].rx++;
-        uint64_t t = now_ns();
-        e->hot_until = t + e->hot_ns;
-        switch_frame(e, p, buf, (int)n, t);
+        switch_frame(e, p, buf, (int)n, now_ns());
     }
 }
 
@@ -387,7 +393,6 @@ static void send_due(emu *e)
             e->late_over_10us++;
         if (late > 50000)
             e->late_over_50us++;
-        e->hot_until = t + e->hot_ns;
         free(fr);
     }
 }
@@ -442,7 +447,8 @@ static void ctl_execute(emu *e, char *line, FILE *out)
             fprintf(out, "error: at most %d faults\n", MAX_FAULTS);
             return;
         }
-        if (ts_fault_parse(arg, &e->faults[e->nfaults], &err) != TS_OK) {
+        if (ts_fault_parse(arg, &e->faults[e->nfaults], &err) != TS_OK ||
+            emulated_fault(&e->faults[e->nfaults], &err) != TS_OK) {
             fprintf(out, "error: %s\n", err.text);
             return;
         }
@@ -673,16 +679,13 @@ static void run(emu *e)
     while (!stop_requested) {
         send_due(e);
         int timeout = -1;
-        uint64_t t = now_ns();
         if (e->nheap > 0) {
-            uint64_t due = e->heap[0]->due_ns;
+            uint64_t due = e->heap[0]->due_ns, t = now_ns();
             if (due > t + e->spin_ns)
                 arm_timer(e, due - e->spin_ns);
             else
                 timeout = 0;   /* close to the due time: poll instead of sleeping */
         }
-        if (t < e->hot_until)
-            timeout = 0;       /* a reply is likely on its way: do not pay a wake-up for it */
         int n = epoll_wait(e->epfd, evs, 64, timeout);
         for (int i = 0; i < n; i++) {
             uint32_t tag = evs[i].data.u32;
@@ -714,7 +717,7 @@ static void usage(FILE *out)
             "       toposcope-fabemu ctl SOCKET COMMAND [ARGS...]\n"
             "options:\n"
             "  --profile NAME     latency profile before the params file (default ethernet)\n"
-            "  --seed N           fabric seed for per-link variation (default 1)\n"
+            "  --fabric-seed N    seed of the per-link variation, as in toposcope sim (default 0)\n"
             "  --inject SPEC      fault at start-up (degrade:LINK:+30%%, degrade:LINK:+5us,\n"
             "                     loss:LINK:20%%, dead:NODE); repeatable\n"
             "  --jitter-us US     mean of an exponential extra delay per frame (default 0)\n"
@@ -723,7 +726,6 @@ static void usage(FILE *out)
             "  --ctl SOCKET       control socket (commands: inject, clear, faults, jitter, links,\n"
             "                     delay, stats, reset-stats, ports)\n"
             "  --spin-us US       poll instead of sleeping this long before a due time (default 50)\n"
-            "  --hot-us US        keep polling this long after a frame moved (default 0)\n"
             "  --rt PRIO          run with SCHED_FIFO priority PRIO (0 = normal scheduling)\n"
             "  --pm-qos           hold /dev/cpu_dma_latency at 0 while running (machine-wide)\n");
 }
@@ -751,19 +753,19 @@ int main(int argc, char **argv)
     const char *fabric = NULL, *params = NULL, *profile = "ethernet", *ctl = NULL;
     const char *prefix = "tsb";
     int list_nodes = 0, ctl_port = 1, rt = 0, pm_qos = 0;
-    double spin_us = 50, hot_us = 0;
+    double spin_us = 50;
     ts_error err;
     ts_error_clear(&err);
-    e.seed = 1;
+    e.seed = 0;
     enum { O_FABRIC = 256, O_PARAMS, O_PROFILE, O_SEED, O_INJECT, O_JITTER, O_PREFIX, O_NOCTL,
-           O_CTL, O_SPIN, O_HOT, O_RT, O_PMQOS, O_LIST, O_HELP };
+           O_CTL, O_SPIN, O_RT, O_PMQOS, O_LIST, O_HELP };
     static const struct option opts[] = {
         {"fabric", required_argument, 0, O_FABRIC},   {"params", required_argument, 0, O_PARAMS},
-        {"profile", required_argument, 0, O_PROFILE}, {"seed", required_argument, 0, O_SEED},
+        {"profile", required_argument, 0, O_PROFILE}, {"fabric-seed", required_argument, 0, O_SEED},
         {"inject", required_argument, 0, O_INJECT},   {"jitter-us", required_argument, 0, O_JITTER},
         {"tap-prefix", required_argument, 0, O_PREFIX}, {"no-ctl-port", no_argument, 0, O_NOCTL},
         {"ctl", required_argument, 0, O_CTL},         {"spin-us", required_argument, 0, O_SPIN},
-        {"hot-us", required_argument, 0, O_HOT},      {"rt", required_argument, 0, O_RT},
+        {"rt", required_argument, 0, O_RT},
         {"pm-qos", no_argument, 0, O_PMQOS},          {"list-nodes", no_argument, 0, O_LIST},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
     int c;
@@ -774,7 +776,8 @@ int main(int argc, char **argv)
         case O_PROFILE: profile = optarg; break;
         case O_SEED: e.seed = strtoull(optarg, NULL, 0); break;
         case O_INJECT:
-            if (e.nfaults >= MAX_FAULTS || ts_fault_parse(optarg, &e.faults[e.nfaults], &err) != TS_OK) {
+            if (e.nfaults >= MAX_FAULTS || ts_fault_parse(optarg, &e.faults[e.nfaults], &err) != TS_OK ||
+                emulated_fault(&e.faults[e.nfaults], &err) != TS_OK) {
                 fprintf(stderr, "toposcope-fabemu: --inject %s: %s\n", optarg,
                         err.text[0] ? err.text : "too many faults");
                 return 2;
@@ -786,7 +789,6 @@ int main(int argc, char **argv)
         case O_NOCTL: ctl_port = 0; break;
         case O_CTL: ctl = optarg; break;
         case O_SPIN: spin_us = strtod(optarg, NULL); break;
-        case O_HOT: hot_us = strtod(optarg, NULL); break;
         case O_RT: rt = atoi(optarg); break;
         case O_PMQOS: pm_qos = 1; break;
         case O_LIST: list_nodes = 1; break;
@@ -794,8 +796,7 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (!fabric || optind != argc || !(spin_us >= 0 && spin_us < 1e6) ||
-        !(hot_us >= 0 && hot_us < 1e6) || !(e.jitter_us >= 0) ||
+    if (!fabric || optind != argc || !(spin_us >= 0 && spin_us < 1e6) || !(e.jitter_us >= 0) ||
         strlen(prefix) > 8) {
         usage(stderr);
         return 2;
@@ -812,7 +813,6 @@ int main(int argc, char **argv)
     }
     e.ninitial = e.nfaults;
     e.spin_ns = (uint64_t)(spin_us * 1000);
-    e.hot_ns = (uint64_t)(hot_us * 1000);
     e.nports = e.f.nnodes + ctl_port;
     size_t np2 = (size_t)e.nports * (size_t)e.nports;
     e.ports = calloc((size_t)e.nports, sizeof *e.ports);
