@@ -97,7 +97,7 @@ int ts_fabric_add_vertex(ts_fabric *f, const char *name, ts_vertex_kind kind, ts
     if (!x->name)
         return ts_fail(err, TS_ENOMEM, "out of memory");
     x->kind = kind;
-    x->parent = x->first_child = x->next_sibling = TS_NONE;
+    x->parent = x->first_child = x->next_sibling = x->last_child = TS_NONE;
     x->node_index = TS_NONE;
     x->link_us = x->link_lo_us = x->link_hi_us = x->host_us = NAN;
     size_t h = name_hash(name) & (size_t)(f->name_cap - 1);
@@ -122,10 +122,11 @@ int ts_fabric_attach(ts_fabric *f, int parent, int child, ts_error *err)
     /* append, so children keep the order they were listed in */
     f->v[child].parent = parent;
     f->v[child].next_sibling = TS_NONE;
-    int *link = &f->v[parent].first_child;
-    while (*link != TS_NONE)
-        link = &f->v[*link].next_sibling;
-    *link = child;
+    if (f->v[parent].last_child == TS_NONE)
+        f->v[parent].first_child = child;
+    else
+        f->v[f->v[parent].last_child].next_sibling = child;
+    f->v[parent].last_child = child;
     f->v[parent].nchildren++;
     f->root = TS_NONE;
     return TS_OK;

@@ -36,7 +36,6 @@ typedef struct conf_parser {
     int line;
     /* per vertex, beside the fabric's own arrays */
     int *listed_line;           /* line where it appeared in a Switches=/Nodes= list, 0 if never */
-    int *last_child;            /* switches: tail of the child list, for appending in O(1) */
     unsigned char *defined;     /* switches: its SwitchName= line has been read */
     int side_cap;
     int nswitch_lines;
@@ -78,34 +77,21 @@ static int add_vertex(conf_parser *p, const char *name, ts_vertex_kind kind)
         unsigned char *defined = realloc(p->defined, (size_t)cap);
         if (defined)
             p->defined = defined;
-        int *last = realloc(p->last_child, sizeof *last * (size_t)cap);
-        if (last)
-            p->last_child = last;
-        if (!listed || !defined || !last)
+        if (!listed || !defined)
             return ts_fail(p->err, TS_ENOMEM, "out of memory");
         p->side_cap = cap;
     }
     p->listed_line[v] = 0;
     p->defined[v] = 0;
-    p->last_child[v] = TS_NONE;
     p->f.v[v].line = p->line;
     return v;
 }
 
-/* ts_fabric_attach() walks the whole sibling list to append, which turns a switch with 10^5
- * nodes into 10^10 steps; the parser keeps the tail of each list and links directly. The
- * callers have already checked what attach would (parent is a switch, child has no parent). */
+/* The callers have already checked what ts_fabric_attach() checks (parent is a switch, the
+ * child has no parent yet), with messages that name lines; this cannot fail. */
 static void append_child(conf_parser *p, int parent, int child)
 {
-    ts_vertex *v = p->f.v;
-    v[child].parent = parent;
-    v[child].next_sibling = TS_NONE;
-    if (p->last_child[parent] == TS_NONE)
-        v[parent].first_child = child;
-    else
-        v[p->last_child[parent]].next_sibling = child;
-    p->last_child[parent] = child;
-    v[parent].nchildren++;
+    ts_fabric_attach(&p->f, parent, child, NULL);
 }
 
 /* Split one line (comment already removed) into its key=value tokens. */
@@ -415,7 +401,6 @@ int ts_fabric_parse_topology_conf(ts_fabric *f, const char *text, size_t len, co
     int rc = parse_all(&p, text, len);
     free(p.listed_line);
     free(p.defined);
-    free(p.last_child);
     if (rc != TS_OK) {
         ts_fabric_free(&p.f);
         ts_fabric_init(f);

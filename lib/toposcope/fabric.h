@@ -28,6 +28,7 @@ typedef struct ts_vertex {
     int parent;          /* vertex index, TS_NONE for the root */
     int first_child;     /* vertex index, TS_NONE if none */
     int next_sibling;    /* vertex index, TS_NONE if last */
+    int last_child;      /* vertex index, TS_NONE if none: appending stays O(1) */
     int nchildren;
     int depth;           /* root = 0 (valid after ts_fabric_finalize) */
     int height;          /* nodes 0, a switch 1 + max height of its children (after finalize) */
