@@ -38,6 +38,8 @@ int ts_allpairs_schedule(int n, ts_pair **pairs, int **round_start, int *nrounds
 
 int ts_discover_allpairs(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err);
 int ts_discover_shirai(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err);
+/* Top-down splitting into subtrees measured from inside, all subtrees of a depth side by side. */
+int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err);
 
 /* A link plan: node pairs whose paths identify every identifiable link of a known tree, in
  * rounds where no two pairs share a link or a node. */

@@ -1,0 +1,190 @@
+/* The fast method (first version): every node placed, rounds bounded by N, and a partial tree
+ * within a 5 ms budget. Exactness on 128-node fat trees and small irregular trees is reported
+ * with diag (it is not reached yet: the upper level of the tree is lost, see lib/fast.c).
+ * TS_FAST_SWEEP=N additionally prints one line per seed for N seeds of the 1024-node tree. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tap.h"
+#include "toposcope/discover.h"
+#include "toposcope/gen.h"
+#include "toposcope/metrics.h"
+#include "toposcope/model.h"
+#include "toposcope/sim.h"
+
+typedef struct run {
+    int rc;
+    ts_accuracy acc;
+    ts_probe_counters count;
+    int partial, nunmeasured, nodes_in_tree;
+    double tol_us, budget_used_us, budget_us;
+} run;
+
+static void zero_jitter(ts_model_params *p)
+{
+    p->jitter_sigma = 0;
+    p->jitter_exp_mean_us = 0;
+    p->outlier_prob = 0;
+}
+
+static int tree_nodes(const ts_utree *t)
+{
+    int k = 0;
+    for (int v = 0; v < t->nvert; v++)
+        k += t->node[v] != TS_NONE;
+    return k;
+}
+
+/* Simulate `truth` under profile (exact = no jitter), run the fast method, compare with the truth. */
+static run simulate(ts_fabric *truth, const char *profile, int exact, uint64_t seed, double budget_us)
+{
+    run r;
+    memset(&r, 0, sizeof r);
+    ts_error err = {{0}};
+    ts_model_params p;
+    ts_model m;
+    ts_sim *sim = NULL;
+    ts_probe_engine e;
+    ts_utree t;
+    ts_infer_report rep;
+    memset(&rep, 0, sizeof rep);
+    r.rc = ts_model_params_profile(&p, profile, &err);
+    if (exact)
+        zero_jitter(&p);
+    if (r.rc == TS_OK)
+        r.rc = ts_model_realize(&m, truth, &p, seed, NULL, 0, &err);
+    if (r.rc == TS_OK)
+        r.rc = ts_sim_create(&sim, truth, &m, seed * 7 + 1, &err);
+    if (r.rc == TS_OK)
+        r.rc = ts_probe_engine_init(&e, ts_sim_transport(sim), NULL, budget_us, &err);
+    if (r.rc != TS_OK) {
+        diag("setup: %s", err.text);
+        return r;
+    }
+    r.rc = ts_discover_fast(&e, &t, &rep, &err);
+    if (r.rc == TS_OK) {
+        r.count = e.count;
+        r.partial = e.partial;
+        r.nunmeasured = rep.nunmeasured;
+        r.tol_us = rep.tol_us;
+        r.nodes_in_tree = tree_nodes(&t);
+        r.budget_used_us = ts_probe_now(&e) - e.start_us;
+        char **names = malloc(sizeof(char *) * (size_t)truth->nnodes);
+        for (int i = 0; i < truth->nnodes; i++)
+            names[i] = truth->v[truth->node_vertex[i]].name;
+        ts_fabric inf;
+        r.rc = ts_utree_to_fabric(&t, names, truth->nnodes, &inf, &err);
+        if (r.rc == TS_OK) {
+            r.rc = ts_accuracy_compare(truth, &inf, 1000, seed, &r.acc, &err);
+            ts_fabric_free(&inf);
+        }
+        free(names);
+        ts_utree_free(&t);
+        ts_infer_report_free(&rep);
+    }
+    if (r.rc != TS_OK)
+        diag("fast: %s", err.text);
+    ts_probe_engine_free(&e);
+    ts_sim_free(sim);
+    ts_model_free(&m);
+    ts_model_params_free(&p);
+    return r;
+}
+
+static void test_fat_trees(const char *profile)
+{
+    int exact = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        ts_fabric_init(&f);
+        ts_gen_fat_tree(&f, 8, seed + 100, &err);
+        run r = simulate(&f, profile, 0, seed, 0);
+        if (r.rc == TS_OK && r.acc.tree_exact && r.acc.nodes_missing == 0 && !r.partial)
+            exact++;
+        else
+            diag("%s seed %llu: missing %d extra %d", profile, (unsigned long long)seed,
+                 r.acc.splits_missing, r.acc.splits_extra);
+        ok(r.rc == TS_OK && r.nodes_in_tree == f.nnodes && r.nunmeasured == 0 && !r.partial,
+           "%s p=8 seed %llu: all %d nodes placed", profile, (unsigned long long)seed, r.nodes_in_tree);
+        ok(r.count.rounds <= f.nnodes && r.count.probes <= 32L * f.nnodes,
+           "%s p=8 seed %llu: %ld probes <= 32 N, %ld rounds <= N, %.2f ms", profile,
+           (unsigned long long)seed, r.count.probes, r.count.rounds, r.budget_used_us / 1000);
+        ts_fabric_free(&f);
+    }
+    diag("%s: %d/4 128-node fat trees exact", profile, exact);
+}
+
+static void test_irregular(void)
+{
+    int exact = 0, total = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        ts_fabric_init(&f);
+        if (ts_gen_random_identifiable(&f, 80, 4, seed, &err) != TS_OK || f.nnodes < 3) {
+            ts_fabric_free(&f);
+            continue;
+        }
+        run r = simulate(&f, "ethernet", 0, seed, 0);
+        total++;
+        ok(r.rc == TS_OK && r.nodes_in_tree == f.nnodes, "irregular seed %llu: all %d nodes placed",
+           (unsigned long long)seed, f.nnodes);
+        if (r.rc == TS_OK && r.acc.tree_exact)
+            exact++;
+        else
+            diag("irregular seed %llu (%d nodes): missing %d extra %d", (unsigned long long)seed,
+                 f.nnodes, r.acc.splits_missing, r.acc.splits_extra);
+        ts_fabric_free(&f);
+    }
+    ok(total >= 8, "ethernet: %d small irregular trees ran", total);
+    diag("ethernet: %d/%d small irregular trees exact", exact, total);
+}
+
+static void test_small_budget(void)
+{
+    ts_fabric f;
+    ts_error err = {{0}};
+    ts_fabric_init(&f);
+    ts_gen_fat_tree(&f, 16, 5, &err);
+    double budget = 5000;
+    run r = simulate(&f, "ethernet", 0, 5, budget);
+    ok(r.rc == TS_OK && r.partial, "5 ms budget on 1024 nodes: a partial tree");
+    is_int(r.nunmeasured + r.nodes_in_tree, f.nnodes, "every node is in the tree or unmeasured");
+    /* a round started before the deadline may finish after it, by one pair's sampling */
+    ok(r.budget_used_us <= budget + 2000, "deadline kept: %.0f us used of %.0f", r.budget_used_us,
+       budget);
+    ts_fabric_free(&f);
+}
+
+static void sweep(int seeds, int p, const char *profile)
+{
+    for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        ts_fabric_init(&f);
+        ts_gen_fat_tree(&f, p, 7, &err);
+        run r = simulate(&f, profile, 0, seed, 0);
+        diag("sweep %s N=%d seed %llu: exact %d missing %d extra %d probes %ld rounds %ld ctl %ld sim %.2f ms",
+             profile, f.nnodes, (unsigned long long)seed, r.acc.tree_exact, r.acc.splits_missing,
+             r.acc.splits_extra, r.count.probes, r.count.rounds, r.count.control_steps,
+             r.budget_used_us / 1000);
+        ts_fabric_free(&f);
+    }
+}
+
+int main(void)
+{
+    const char *sw = getenv("TS_FAST_SWEEP");
+    if (sw) {
+        sweep(atoi(sw), getenv("TS_FAST_P") ? atoi(getenv("TS_FAST_P")) : 16,
+              getenv("TS_FAST_PROFILE") ? getenv("TS_FAST_PROFILE") : "ethernet");
+        ok(1, "sweep");
+        return done_testing();
+    }
+    test_fat_trees("ethernet");
+    test_fat_trees("infiniband");
+    test_irregular();
+    test_small_budget();
+    return done_testing();
+}
