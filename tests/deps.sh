@@ -43,4 +43,4 @@ if [ ! -e "$policy" ]; then
 fi
 trap '[ $created_policy -eq 1 ] && rm -f "$policy"' EXIT
 apt-get update -q >/dev/null
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+apt-get install -y -q "${missing[@]}"
