@@ -316,15 +316,15 @@ int ts_gen_random_identifiable(ts_fabric *f, int max_nodes, int max_depth, uint6
     shape s = {0};
     /* Every switch gets at least two nodes' worth of budget, so there are fewer switches
      * than nodes and the work list never holds more than total entries. */
-    budget_item *todo = malloc(sizeof *todo * (size_t)total);
-    if (!todo)
+    budget_item *pending = malloc(sizeof *pending * (size_t)total);
+    if (!pending)
         return ts_fail(err, TS_ENOMEM, "out of memory");
-    int ntodo = 0;
+    int npending = 0;
     rc = shape_add_switch(&s, TS_NONE, "root", 0, err);
     if (rc >= 0)
-        todo[ntodo++] = (budget_item){rc, total, 0};
-    while (ntodo > 0 && rc >= 0) {
-        budget_item it = todo[--ntodo];
+        pending[npending++] = (budget_item){rc, total, 0};
+    while (npending > 0 && rc >= 0) {
+        budget_item it = pending[--npending];
         int min_k = it.slot == 0 ? 3 : 2;
         if (it.depth + 1 >= max_depth) {
             /* children would be at the depth limit: only nodes fit */
@@ -344,10 +344,10 @@ int ts_gen_random_identifiable(ts_fabric *f, int max_nodes, int max_depth, uint6
             snprintf(name, sizeof name, "s%d", s.nsw);
             rc = shape_add_switch(&s, it.slot, name, 0, err);
             if (rc >= 0)
-                todo[ntodo++] = (budget_item){rc, parts[i], it.depth + 1};
+                pending[npending++] = (budget_item){rc, parts[i], it.depth + 1};
         }
     }
-    free(todo);
+    free(pending);
     if (rc >= 0)
         rc = shape_emit(&s, f, seed != 0, seed, err);
     shape_free(&s);

@@ -539,22 +539,22 @@ static int shirai_run(shirai *S)
         order[i] = i;
     int rc = start_tree(S, order, &next);
     /* the hosts still to add, in list order, skipping the two that started the tree */
-    int *todo = malloc(sizeof(int) * (size_t)n), ntodo = 0;
-    if (!todo) {
+    int *pending = malloc(sizeof(int) * (size_t)n), npending = 0;
+    if (!pending) {
         free(order);
         return ts_fail(S->err, TS_ENOMEM, "out of memory");
     }
     for (int i = next; i < n; i++)
         if (S->vert[order[i]] == TS_NONE && !S->gone[order[i]])
-            todo[ntodo++] = order[i];
-    for (int k = 0; k < ntodo && rc == TS_OK; k++) {
+            pending[npending++] = order[i];
+    for (int k = 0; k < npending && rc == TS_OK; k++) {
         int close;
-        rc = search_run(S, todo[k], &close);
+        rc = search_run(S, pending[k], &close);
         if (rc == TS_OK)
-            rc = add_host(S, todo[k], close);
+            rc = add_host(S, pending[k], close);
     }
     free(order);
-    free(todo);
+    free(pending);
     return rc;
 }
 

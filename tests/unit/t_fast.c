@@ -6,89 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tap.h"
+#include "simrun.h"
 #include "toposcope/discover.h"
 #include "toposcope/gen.h"
 #include "toposcope/metrics.h"
 #include "toposcope/model.h"
 #include "toposcope/sim.h"
 
-typedef struct run {
-    int rc;
-    ts_accuracy acc;
-    ts_probe_counters count;
-    int partial, nunmeasured, nodes_in_tree;
-    double tol_us, budget_used_us, budget_us;
-} run;
-
-static void zero_jitter(ts_model_params *p)
-{
-    p->jitter_sigma = 0;
-    p->jitter_exp_mean_us = 0;
-    p->outlier_prob = 0;
-}
-
-static int tree_nodes(const ts_utree *t)
-{
-    int k = 0;
-    for (int v = 0; v < t->nvert; v++)
-        k += t->node[v] != TS_NONE;
-    return k;
-}
-
-/* Simulate `truth` under profile (exact = no jitter), run the fast method, compare with the truth. */
 static run simulate(ts_fabric *truth, const char *profile, int exact, uint64_t seed, double budget_us)
 {
-    run r;
-    memset(&r, 0, sizeof r);
-    ts_error err = {{0}};
-    ts_model_params p;
-    ts_model m;
-    ts_sim *sim = NULL;
-    ts_probe_engine e;
-    ts_utree t;
-    ts_infer_report rep;
-    memset(&rep, 0, sizeof rep);
-    r.rc = ts_model_params_profile(&p, profile, &err);
-    if (exact)
-        zero_jitter(&p);
-    if (r.rc == TS_OK)
-        r.rc = ts_model_realize(&m, truth, &p, seed, NULL, 0, &err);
-    if (r.rc == TS_OK)
-        r.rc = ts_sim_create(&sim, truth, &m, seed * 7 + 1, &err);
-    if (r.rc == TS_OK)
-        r.rc = ts_probe_engine_init(&e, ts_sim_transport(sim), NULL, budget_us, &err);
-    if (r.rc != TS_OK) {
-        diag("setup: %s", err.text);
-        return r;
-    }
-    r.rc = ts_discover_fast(&e, &t, &rep, &err);
-    if (r.rc == TS_OK) {
-        r.count = e.count;
-        r.partial = e.partial;
-        r.nunmeasured = rep.nunmeasured;
-        r.tol_us = rep.tol_us;
-        r.nodes_in_tree = tree_nodes(&t);
-        r.budget_used_us = ts_probe_now(&e) - e.start_us;
-        char **names = malloc(sizeof(char *) * (size_t)truth->nnodes);
-        for (int i = 0; i < truth->nnodes; i++)
-            names[i] = truth->v[truth->node_vertex[i]].name;
-        ts_fabric inf;
-        r.rc = ts_utree_to_fabric(&t, names, truth->nnodes, &inf, &err);
-        if (r.rc == TS_OK) {
-            r.rc = ts_accuracy_compare(truth, &inf, 1000, seed, &r.acc, &err);
-            ts_fabric_free(&inf);
-        }
-        free(names);
-        ts_utree_free(&t);
-        ts_infer_report_free(&rep);
-    }
-    if (r.rc != TS_OK)
-        diag("fast: %s", err.text);
-    ts_probe_engine_free(&e);
-    ts_sim_free(sim);
-    ts_model_free(&m);
-    ts_model_params_free(&p);
-    return r;
+    return simulate_method(ts_discover_fast, "fast", truth, profile, exact, seed, budget_us);
 }
 
 static void test_fat_trees(const char *profile)
