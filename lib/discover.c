@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/discover.h"
+#include "method.h"
 
 static const char *const method_names[] = {"fast", "allpairs", "shirai"};
 
@@ -19,6 +20,17 @@ int ts_method_parse(const char *name, ts_method *out)
 const char *ts_method_name(ts_method m)
 {
     return (unsigned)m < sizeof method_names / sizeof *method_names ? method_names[m] : "?";
+}
+
+int ts_method_begin(const char *method, ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep,
+                    ts_error *err)
+{
+    ts_utree_init(tree);
+    memset(rep, 0, sizeof *rep);
+    rep->reference = TS_NONE;
+    if (e->tp->nnodes < 2)
+        return ts_fail(err, TS_EINPUT, "%s needs at least 2 nodes (got %d)", method, e->tp->nnodes);
+    return TS_OK;
 }
 
 int ts_allpairs_schedule(int n, ts_pair **pairs_out, int **round_start_out, int *nrounds_out,
@@ -132,8 +144,10 @@ static int matrix_from_engine(const ts_probe_engine *e, ts_distmat *dm, ts_error
 int ts_discover_allpairs(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err)
 {
     ts_pair *pairs;
-    int *round_start, nrounds, rc;
-    ts_utree_init(tree);
+    int *round_start, nrounds;
+    int rc = ts_method_begin("all-pairs", e, tree, rep, err);
+    if (rc != TS_OK)
+        return rc;
     rc = ts_allpairs_schedule(e->tp->nnodes, &pairs, &round_start, &nrounds, err);
     if (rc != TS_OK)
         return rc;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/discover.h"
+#include "method.h"
 #include "toposcope/rng.h"
 
 #define GAP_FRACTION 0.08   /* a level step is >= ~15% of the same-switch RTT in both profiles */
@@ -413,12 +414,10 @@ out:
 
 int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err)
 {
-    ts_utree_init(tree);
-    memset(rep, 0, sizeof *rep);
-    rep->reference = TS_NONE;
+    int rc0 = ts_method_begin("the fast method", e, tree, rep, err);
+    if (rc0 != TS_OK)
+        return rc0;
     int n = e->tp->nnodes;
-    if (n < 2)
-        return ts_fail(err, TS_EINPUT, "the fast method needs at least 2 nodes (got %d)", n);
     fast F;
     memset(&F, 0, sizeof F);
     F.e = e;

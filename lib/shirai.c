@@ -66,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/discover.h"
+#include "method.h"
 
 #define SEARCH_PROBES 4
 #define INTERVAL_WIDEN 2.5
@@ -560,12 +561,10 @@ static int shirai_run(shirai *S)
 
 int ts_discover_shirai(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err)
 {
-    ts_utree_init(tree);
-    memset(rep, 0, sizeof *rep);
-    rep->reference = TS_NONE;
+    int rc0 = ts_method_begin("shirai", e, tree, rep, err);
+    if (rc0 != TS_OK)
+        return rc0;
     int n = e->tp->nnodes;
-    if (n < 2)
-        return ts_fail(err, TS_EINPUT, "shirai needs at least 2 nodes (got %d)", n);
     shirai S;
     memset(&S, 0, sizeof S);
     S.e = e;
