@@ -1,0 +1,577 @@
+/* toposcope — per-link latency from measured node pairs: running a link plan on the probe
+ * engine and the weighted least-squares solve.
+ *
+ * Every measured pair is one equation: its RTT estimate / 2 = the sum of the one-way latencies
+ * of the identifiable links its path crosses (ts_link_set), with weight 1/se^2, se the standard
+ * error of the pair's mean (its interval half-width over the Student quantile). The normal
+ * equations are sparse: two links meet in a row only when one pair crosses both, and a plan on
+ * a tree crosses every link in at most a few pairs per round. They are factored as L D L^T in a
+ * minimum-degree order (exact degrees on the elimination graph), and the variance of every
+ * estimate, the diagonal of the inverse, comes from Takahashi's recurrence on the same pattern,
+ * so no dense n x n matrix is ever formed. A tiny ridge keeps the factorization defined when a
+ * cut run leaves links undetermined; those are found by their huge variance and reported
+ * without an estimate. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "toposcope/links.h"
+
+/* ---- sparse symmetric positive definite systems ---- */
+
+typedef struct spd {
+    int n;
+    int *perm;               /* position -> variable */
+    int *pos;                /* variable -> position */
+    int *cstart, *cidx;      /* columns of L by position: rows ascending, all below the diagonal */
+    double *cval;            /* the matrix entries, then L */
+    double *d;               /* the diagonal, then D */
+    double *zval, *zdiag;    /* the inverse on L's pattern */
+    int *map;                /* scratch: row -> slot in the scattered column */
+} spd;
+
+static void spd_free(spd *S)
+{
+    free(S->perm);
+    free(S->pos);
+    free(S->cstart);
+    free(S->cidx);
+    free(S->cval);
+    free(S->d);
+    free(S->zval);
+    free(S->zdiag);
+    free(S->map);
+    memset(S, 0, sizeof *S);
+}
+
+typedef struct ivec {
+    int n, cap;
+    int *v;
+} ivec;
+
+static int ivec_push(ivec *a, int x)
+{
+    if (a->n == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 8;
+        int *v = realloc(a->v, sizeof(int) * (size_t)cap);
+        if (!v)
+            return TS_ENOMEM;
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return TS_OK;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Equations: rows of link ids (ascending), right-hand sides and weights. */
+typedef struct eqs {
+    int n, cap;
+    int *start;              /* n + 1 */
+    int *idx;
+    int nidx, idxcap;
+    double *y, *w;
+} eqs;
+
+/* Minimum-degree order and L's pattern from the rows' co-occurrence graph. */
+static int spd_symbolic(spd *S, int nvar, const eqs *E)
+{
+    int rc = TS_ENOMEM;
+    S->n = nvar;
+    long nkeys = 0;
+    for (int e = 0; e < E->n; e++) {
+        long len = E->start[e + 1] - E->start[e];
+        nkeys += len * (len - 1) / 2;
+    }
+    uint64_t *keys = malloc(sizeof(uint64_t) * (size_t)(nkeys ? nkeys : 1));
+    ivec *adj = calloc((size_t)(nvar ? nvar : 1), sizeof(ivec));
+    ivec *pat = calloc((size_t)(nvar ? nvar : 1), sizeof(ivec));
+    int *mark = malloc(sizeof(int) * (size_t)(nvar ? nvar : 1));
+    char *gone = calloc((size_t)(nvar ? nvar : 1), 1);
+    S->perm = malloc(sizeof(int) * (size_t)(nvar ? nvar : 1));
+    S->pos = malloc(sizeof(int) * (size_t)(nvar ? nvar : 1));
+    S->cstart = malloc(sizeof(int) * (size_t)(nvar + 1));
+    S->map = malloc(sizeof(int) * (size_t)(nvar ? nvar : 1));
+    if (!keys || !adj || !pat || !mark || !gone || !S->perm || !S->pos || !S->cstart || !S->map)
+        goto done;
+    long k = 0;
+    for (int e = 0; e < E->n; e++)
+        for (int p = E->start[e]; p < E->start[e + 1]; p++)
+            for (int q = p + 1; q < E->start[e + 1]; q++)
+                keys[k++] = (uint64_t)(uint32_t)E->idx[p] << 32 | (uint32_t)E->idx[q];
+    qsort(keys, (size_t)nkeys, sizeof *keys, cmp_u64);
+    for (long i = 0; i < nkeys; i++) {
+        if (i > 0 && keys[i] == keys[i - 1])
+            continue;
+        int a = (int)(keys[i] >> 32), b = (int)(keys[i] & 0xffffffffu);
+        if (ivec_push(&adj[a], b) || ivec_push(&adj[b], a))
+            goto done;
+    }
+    for (int i = 0; i < nvar; i++)
+        mark[i] = -1;
+    int stamp = 0;
+    for (int step = 0; step < nvar; step++) {
+        int v = -1;
+        for (int i = 0; i < nvar; i++)
+            if (!gone[i] && (v < 0 || adj[i].n < adj[v].n))
+                v = i;
+        gone[v] = 1;
+        S->perm[step] = v;
+        S->pos[v] = step;
+        pat[v] = adj[v];                 /* the rows of v's column */
+        adj[v].v = NULL;
+        adj[v].n = adj[v].cap = 0;
+        /* the neighbours become a clique; v leaves their lists */
+        for (int x = 0; x < pat[v].n; x++) {
+            int u = pat[v].v[x];
+            ivec *au = &adj[u];
+            int out = 0;
+            stamp++;
+            mark[u] = stamp;
+            for (int y = 0; y < au->n; y++)
+                if (au->v[y] != v) {
+                    au->v[out++] = au->v[y];
+                    mark[au->v[y]] = stamp;
+                }
+            au->n = out;
+            for (int y = 0; y < pat[v].n; y++) {
+                int w = pat[v].v[y];
+                if (mark[w] != stamp) {
+                    mark[w] = stamp;
+                    if (ivec_push(au, w))
+                        goto done;
+                }
+            }
+        }
+    }
+    S->cstart[0] = 0;
+    for (int j = 0; j < nvar; j++)
+        S->cstart[j + 1] = S->cstart[j] + pat[S->perm[j]].n;
+    int nnz = S->cstart[nvar];
+    S->cidx = malloc(sizeof(int) * (size_t)(nnz ? nnz : 1));
+    S->cval = calloc((size_t)(nnz ? nnz : 1), sizeof(double));
+    S->zval = calloc((size_t)(nnz ? nnz : 1), sizeof(double));
+    S->d = calloc((size_t)(nvar ? nvar : 1), sizeof(double));
+    S->zdiag = calloc((size_t)(nvar ? nvar : 1), sizeof(double));
+    if (!S->cidx || !S->cval || !S->zval || !S->d || !S->zdiag)
+        goto done;
+    for (int j = 0; j < nvar; j++) {
+        const ivec *p = &pat[S->perm[j]];
+        int *c = S->cidx + S->cstart[j];
+        for (int x = 0; x < p->n; x++)
+            c[x] = S->pos[p->v[x]];
+        qsort(c, (size_t)p->n, sizeof(int), cmp_int);
+    }
+    rc = TS_OK;
+done:
+    free(keys);
+    if (adj)
+        for (int i = 0; i < nvar; i++)
+            free(adj[i].v);
+    if (pat)
+        for (int i = 0; i < nvar; i++)
+            free(pat[i].v);
+    free(adj);
+    free(pat);
+    free(mark);
+    free(gone);
+    return rc;
+}
+
+/* Slot of row i in column j (i > j, i in the pattern). */
+static int spd_slot(const spd *S, int j, int i)
+{
+    int lo = S->cstart[j], hi = S->cstart[j + 1] - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (S->cidx[mid] == i)
+            return mid;
+        if (S->cidx[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* N = sum of w a a^T over the equations, plus the ridge on the diagonal. */
+static void spd_assemble(spd *S, const eqs *E, double *ridge_out)
+{
+    for (int e = 0; e < E->n; e++)
+        for (int p = E->start[e]; p < E->start[e + 1]; p++) {
+            int a = S->pos[E->idx[p]];
+            S->d[a] += E->w[e];
+            for (int q = p + 1; q < E->start[e + 1]; q++) {
+                int b = S->pos[E->idx[q]];
+                int slot = a < b ? spd_slot(S, a, b) : spd_slot(S, b, a);
+                S->cval[slot] += E->w[e];
+            }
+        }
+    double maxd = 0;
+    for (int j = 0; j < S->n; j++)
+        maxd = fmax(maxd, S->d[j]);
+    double ridge = maxd > 0 ? 1e-12 * maxd : 1.0;
+    for (int j = 0; j < S->n; j++)
+        S->d[j] += ridge;
+    *ridge_out = ridge;
+}
+
+static void spd_factor(spd *S, double ridge)
+{
+    for (int j = 0; j < S->n; j++) {
+        double dj = S->d[j];
+        if (!(dj > ridge * 0.5))
+            dj = S->d[j] = ridge;        /* round-off in a direction the data leave open */
+        int s0 = S->cstart[j], s1 = S->cstart[j + 1];
+        for (int a = s0; a < s1; a++)
+            S->cval[a] /= dj;
+        for (int a = s0; a < s1; a++) {
+            int i = S->cidx[a];
+            double la = S->cval[a];
+            S->d[i] -= la * la * dj;
+            if (a + 1 == s1)
+                continue;
+            for (int t = S->cstart[i]; t < S->cstart[i + 1]; t++)
+                S->map[S->cidx[t]] = t;
+            for (int b = a + 1; b < s1; b++)
+                S->cval[S->map[S->cidx[b]]] -= S->cval[b] * la * dj;
+        }
+    }
+}
+
+/* x = N^-1 b, both indexed by variable. */
+static void spd_solve(const spd *S, const double *b, double *x, double *z)
+{
+    for (int j = 0; j < S->n; j++)
+        z[j] = b[S->perm[j]];
+    for (int j = 0; j < S->n; j++)
+        for (int a = S->cstart[j]; a < S->cstart[j + 1]; a++)
+            z[S->cidx[a]] -= S->cval[a] * z[j];
+    for (int j = 0; j < S->n; j++)
+        z[j] /= S->d[j];
+    for (int j = S->n - 1; j >= 0; j--)
+        for (int a = S->cstart[j]; a < S->cstart[j + 1]; a++)
+            z[j] -= S->cval[a] * z[S->cidx[a]];
+    for (int j = 0; j < S->n; j++)
+        x[S->perm[j]] = z[j];
+}
+
+/* The inverse on L's pattern (Takahashi, Fagan, Chen 1973): from the last column back,
+ * Z_ij = -sum_k L_kj Z_ik over the rows k of column j, Z_jj = 1/D_j - sum_k L_kj Z_kj. */
+static int spd_inverse_diag(spd *S)
+{
+    int maxlen = 0;
+    for (int j = 0; j < S->n; j++)
+        if (S->cstart[j + 1] - S->cstart[j] > maxlen)
+            maxlen = S->cstart[j + 1] - S->cstart[j];
+    double *acc = malloc(sizeof(double) * (size_t)(maxlen ? maxlen : 1));
+    if (!acc)
+        return TS_ENOMEM;
+    for (int j = S->n - 1; j >= 0; j--) {
+        int s0 = S->cstart[j], s1 = S->cstart[j + 1];
+        for (int a = s0; a < s1; a++)
+            acc[a - s0] = 0;
+        for (int a = s0; a < s1; a++) {
+            int ia = S->cidx[a];
+            double la = S->cval[a];
+            acc[a - s0] += la * S->zdiag[ia];
+            if (a + 1 == s1)
+                continue;
+            for (int t = S->cstart[ia]; t < S->cstart[ia + 1]; t++)
+                S->map[S->cidx[t]] = t;
+            for (int b = a + 1; b < s1; b++) {
+                double z = S->zval[S->map[S->cidx[b]]];      /* Z(i_b, i_a) */
+                acc[a - s0] += S->cval[b] * z;
+                acc[b - s0] += la * z;
+            }
+        }
+        double zjj = 1.0 / S->d[j];
+        for (int a = s0; a < s1; a++) {
+            S->zval[a] = -acc[a - s0];
+            zjj -= S->cval[a] * S->zval[a];
+        }
+        S->zdiag[j] = zjj;
+    }
+    free(acc);
+    return TS_OK;
+}
+
+/* ---- the link solve ---- */
+
+void ts_link_result_free(ts_link_result *r)
+{
+    if (!r)
+        return;
+    free(r->link);
+    free(r->members);
+    free(r->meas);
+    memset(r, 0, sizeof *r);
+}
+
+static void eqs_free(eqs *E)
+{
+    free(E->start);
+    free(E->idx);
+    free(E->y);
+    free(E->w);
+}
+
+static int pair_usable(const ts_pair_stats *p)
+{
+    return p->samples > 0 && isfinite(p->est_us);
+}
+
+static int solve(const ts_fabric *tree, const ts_pair_stats *pairs, const int *round, int npairs,
+                 double confidence, ts_link_result *res, ts_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->confidence = confidence;
+    if (!(confidence > 0 && confidence < 1))
+        return ts_fail(err, TS_EINPUT, "confidence must be in (0, 1) (got %g)", confidence);
+    ts_link_set ls;
+    int rc = ts_link_set_build(tree, &ls, err);
+    if (rc != TS_OK)
+        return rc;
+    int m = ls.nlinks, maxlen = 2 * (ts_fabric_max_depth(tree) + 1);
+    eqs E = {0};
+    spd S = {0};
+    double *se = NULL, *b = NULL, *x = NULL, *z = NULL, *r2 = NULL;
+    int nuse = 0;
+    for (int i = 0; i < npairs; i++)
+        nuse += pair_usable(&pairs[i]);
+    res->link = calloc((size_t)(m ? m : 1), sizeof *res->link);
+    res->members = malloc(sizeof(int) * (size_t)(ls.first[m] ? ls.first[m] : 1));
+    res->meas = calloc((size_t)(nuse ? nuse : 1), sizeof *res->meas);
+    E.start = malloc(sizeof(int) * (size_t)(nuse + 1));
+    E.idx = malloc(sizeof(int) * (size_t)(nuse ? nuse : 1) * (size_t)maxlen);
+    E.y = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
+    E.w = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
+    se = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
+    b = calloc((size_t)(m ? m : 1), sizeof(double));
+    x = calloc((size_t)(m ? m : 1), sizeof(double));
+    z = calloc((size_t)(m ? m : 1), sizeof(double));
+    r2 = calloc((size_t)(m ? m : 1), sizeof(double));
+    if (!res->link || !res->members || !res->meas || !E.start || !E.idx || !E.y || !E.w || !se || !b ||
+        !x || !z || !r2) {
+        rc = ts_fail(err, TS_ENOMEM, "out of memory for %d links and %d pairs", m, nuse);
+        goto done;
+    }
+    res->nlinks = m;
+    memcpy(res->members, ls.members, sizeof(int) * (size_t)ls.first[m]);
+    for (int k = 0; k < m; k++) {
+        ts_link_estimate *L = &res->link[k];
+        L->first = ls.first[k];
+        L->nmembers = ls.first[k + 1] - ls.first[k];
+        for (int t = L->first; t < L->first + L->nmembers; t++)
+            L->access |= tree->v[ls.members[t]].kind == TS_NODE;
+    }
+    /* equations, and the standard error of each pair's mean */
+    int ngood = 0;
+    E.start[0] = 0;
+    for (int i = 0; i < npairs; i++) {
+        const ts_pair_stats *p = &pairs[i];
+        if (!pair_usable(p))
+            continue;
+        if (p->a < 0 || p->b < 0 || p->a >= tree->nnodes || p->b >= tree->nnodes || p->a == p->b) {
+            rc = ts_fail(err, TS_EINPUT, "pair %d (%d,%d) is not a pair of distinct nodes of the tree",
+                         i, p->a, p->b);
+            goto done;
+        }
+        int e = E.n++;
+        int len = ts_link_set_path(&ls, tree, p->a, p->b, E.idx + E.start[e], maxlen);
+        E.start[e + 1] = E.start[e] + len;
+        E.y[e] = p->est_us / 2;
+        double t = ts_student_t(confidence, p->samples > 1 ? p->samples - 1 : 1);
+        se[e] = p->samples >= 2 && isfinite(p->ci_us) && p->ci_us > 0 ? p->ci_us / t : NAN;
+        ngood += !isnan(se[e]);
+        ts_link_measurement *M = &res->meas[e];
+        M->a = p->a;
+        M->b = p->b;
+        M->round = round ? round[i] : -1;
+        M->samples = p->samples;
+        M->rtt_us = p->est_us;
+        M->ci_us = p->ci_us;
+    }
+    res->nmeas = E.n;
+    /* pairs whose interval says nothing get the typical error; none gets 10x less than it */
+    double typical = 1.0;
+    if (ngood > 0) {
+        double *tmp = malloc(sizeof(double) * (size_t)ngood);
+        if (!tmp) {
+            rc = ts_fail(err, TS_ENOMEM, "out of memory");
+            goto done;
+        }
+        int k = 0;
+        for (int e = 0; e < E.n; e++)
+            if (!isnan(se[e]))
+                tmp[k++] = se[e];
+        typical = ts_median(tmp, k);
+        free(tmp);
+        if (!(typical > 0))
+            typical = 1.0;
+    }
+    for (int e = 0; e < E.n; e++) {
+        double s = isnan(se[e]) ? typical : fmax(se[e], 0.1 * typical);
+        s /= 2;                          /* one-way */
+        E.w[e] = 1.0 / (s * s);
+    }
+    if (spd_symbolic(&S, m, &E) != TS_OK) {
+        rc = ts_fail(err, TS_ENOMEM, "out of memory for the normal equations");
+        goto done;
+    }
+    double ridge;
+    spd_assemble(&S, &E, &ridge);
+    for (int e = 0; e < E.n; e++)
+        for (int p = E.start[e]; p < E.start[e + 1]; p++)
+            b[E.idx[p]] += E.w[e] * E.y[e];
+    spd_factor(&S, ridge);
+    spd_solve(&S, b, x, z);
+    if (spd_inverse_diag(&S) != TS_OK) {
+        rc = ts_fail(err, TS_ENOMEM, "out of memory");
+        goto done;
+    }
+    /* rank: pivots well above the ridge; determined links: variance far below 1/ridge */
+    int rank = 0;
+    for (int j = 0; j < m; j++)
+        rank += S.d[j] > 1e4 * ridge;
+    double chi2 = 0;
+    for (int e = 0; e < E.n; e++) {
+        double fit = 0;
+        for (int p = E.start[e]; p < E.start[e + 1]; p++)
+            fit += x[E.idx[p]];
+        double r = E.y[e] - fit;
+        chi2 += E.w[e] * r * r;
+        res->meas[e].fit_us = 2 * fit;
+        res->meas[e].residual_us = 2 * r;
+        for (int p = E.start[e]; p < E.start[e + 1]; p++) {
+            ts_link_estimate *L = &res->link[E.idx[p]];
+            L->samples += res->meas[e].samples;
+            L->npairs++;
+            r2[E.idx[p]] += 4 * r * r;
+        }
+    }
+    res->chi2 = chi2;
+    res->dof = E.n > rank ? E.n - rank : 0;
+    int scaled = res->dof > 0 && chi2 > res->dof;
+    res->scale = scaled ? sqrt(chi2 / res->dof) : 1.0;
+    double tq = ts_student_t(confidence, scaled ? res->dof : 1000000);
+    for (int k = 0; k < m; k++) {
+        ts_link_estimate *L = &res->link[k];
+        double var = S.zdiag[S.pos[k]];
+        L->residual_us = L->npairs ? sqrt(r2[k] / L->npairs) : NAN;
+        if (!(var * ridge < 1e-5) || L->npairs == 0) {
+            L->est_us = L->lo_us = L->hi_us = L->se_us = NAN;
+            res->undetermined++;
+            continue;
+        }
+        L->est_us = x[k];
+        L->se_us = res->scale * sqrt(fmax(var, 0));
+        L->lo_us = L->est_us - tq * L->se_us;
+        L->hi_us = L->est_us + tq * L->se_us;
+    }
+done:
+    eqs_free(&E);
+    spd_free(&S);
+    free(se);
+    free(b);
+    free(x);
+    free(z);
+    free(r2);
+    ts_link_set_free(&ls);
+    if (rc != TS_OK)
+        ts_link_result_free(res);
+    return rc;
+}
+
+int ts_link_solve(const ts_fabric *tree, const ts_pair_stats *pairs, int npairs, double confidence,
+                  ts_link_result *res, ts_error *err)
+{
+    return solve(tree, pairs, NULL, npairs, confidence, res, err);
+}
+
+void ts_link_measure_options_default(ts_link_measure_options *o)
+{
+    o->full_rounds = 1;
+}
+
+int ts_link_measure(ts_probe_engine *e, const ts_fabric *tree, const ts_link_plan *plan,
+                    ts_link_result *res, ts_error *err)
+{
+    ts_link_measure_options o;
+    ts_link_measure_options_default(&o);
+    return ts_link_measure_opts(e, tree, plan, &o, res, err);
+}
+
+int ts_link_measure_opts(ts_probe_engine *e, const ts_fabric *tree, const ts_link_plan *plan,
+                         const ts_link_measure_options *o, ts_link_result *res, ts_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (tree->root == TS_NONE)
+        return ts_fail(err, TS_EINPUT, "the tree is not finalized");
+    if (tree->nnodes != e->tp->nnodes)
+        return ts_fail(err, TS_EINPUT, "the tree has %d nodes, the transport %d", tree->nnodes,
+                       e->tp->nnodes);
+    int np = plan->npairs;
+    ts_pair_stats *st = malloc(sizeof *st * (size_t)(np ? np : 1));
+    int *rnd = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    if (!st || !rnd) {
+        free(st);
+        free(rnd);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    ts_stop_rule rule = e->rule;
+    if (o && o->full_rounds)
+        rule.min_samples = rule.max_samples;
+    double t0 = ts_probe_now(e);
+    int partial = 0, nst = 0, run = 0;
+    /* the leader hands out the plan */
+    int rc = ts_probe_control(e, err);
+    if (rc == TS_ELIMIT) {
+        partial = 1;
+        rc = TS_OK;
+    }
+    for (int r = 0; r < plan->nrounds && rc == TS_OK && !partial; r++) {
+        int s0 = plan->round_start[r], cnt = plan->round_start[r + 1] - s0;
+        rc = ts_probe_round_rule(e, plan->pairs + s0, cnt, &rule, st + nst, err);
+        if (rc == TS_ELIMIT) {
+            partial = 1;
+            rc = TS_OK;
+            break;
+        }
+        if (rc != TS_OK)
+            break;
+        for (int i = 0; i < cnt; i++) {
+            rnd[nst + i] = r;
+            if (st[nst + i].flags & TS_PAIR_DEADLINE)
+                partial = 1;
+        }
+        nst += cnt;
+        run++;
+    }
+    /* ... and gathers the results */
+    if (rc == TS_OK && !partial && ts_probe_control(e, err) == TS_ELIMIT)
+        partial = 1;
+    double t1 = ts_probe_now(e);
+    if (rc == TS_OK)
+        rc = solve(tree, st, rnd, nst, e->rule.confidence, res, err);
+    free(st);
+    free(rnd);
+    if (rc != TS_OK)
+        return rc;
+    res->rounds_planned = plan->nrounds;
+    res->rounds_run = run;
+    res->partial = partial || run < plan->nrounds;
+    res->sim_time_us = t1 - t0;
+    return TS_OK;
+}
