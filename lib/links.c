@@ -8,30 +8,34 @@
  *
  *   k >= 3: k pairs (x_i, x_j), x_i a node below c_i, along the edges of a graph on the
  *           children whose every component holds an odd cycle (one k-cycle for odd k; for even
- *           k a triangle and a (k-3)-cycle, or a triangle and a spoke for k = 4). Every pair
- *           reads e(c_i) + e(c_j) + (known lengths below c_i and c_j), and such a system on a
- *           graph with k edges is regular exactly when each component has an odd cycle;
- *   k == 2, v != S: the pair (x, y) across v, plus (y, w) where (x, w) is the pair that
- *           joins v's subtree to a sibling at v's parent (the "anchor"): the three-point
- *           formula over x, y, w gives dist(v, x) and dist(v, y), hence e(c_1) and e(c_2);
+ *           k a triangle and a (k-3)-cycle, or a triangle and a spoke for k = 4). Each pair
+ *           reads e(c_i) + e(c_j) + (lengths below c_i and c_j), and such a system on a graph
+ *           with k edges is regular exactly when each component has an odd cycle;
+ *   k == 2, v != S: the pair (x, y) across v, and, once v's parent is planned, (z, w) where
+ *           (q, w) is one of the parent's pairs that enter v's subtree (q below one child of v,
+ *           z below the other): (z, w) - (q, w) reads e(c_2) - e(c_1) + known lengths, the pair
+ *           across v their sum;
  *   k == 2, v == S: the two edges below S are one aggregated link; one pair reads it.
  *
- * Induction from the leaves: once all edges below c_i are known, any node below c_i serves as
- * x_i, except that a 2-child switch needs its anchor to use one of its own two nodes. The pair
- * count is the sum over switches of their children (minus one for a 2-child S): the number of
- * edges of T', i.e. the rank. The free choices are used to spread the load: each endpoint is
- * found by descending from c_i along the least used edges, so no node becomes the
- * representative of a whole chain of ancestors.
+ * Induction from the leaves: once all edges below c_i are known, the node below c_i that a pair
+ * uses is free, and a pair at a parent can serve as the shared side (q, w) of any 2-child switch
+ * it passes, because only the difference of two pairs sharing w enters there. So the pair count
+ * is the sum over switches of their children (one less for a 2-child S): the number of edges of
+ * T', the rank. The free choices spread the load: every endpoint is the node whose path is
+ * least loaded, counting a link as full at one pair per round and a switch of degree d at d/2
+ * pairs through it.
  *
- * Rounds: pairs sorted by path length, first-fit into the first round none of whose pairs
- * shares a link with it. A node's access link is part of every path from it, so link-disjoint
- * pairs are also node-disjoint.
+ * Rounds: first fit, longest paths first, then iterated greedy. A node's access link is part
+ * of every path from it, so link-disjoint pairs are also node-disjoint. Any plan needs
+ * rank / (n/2) rounds; on the 1024-node fat tree the core plan meets that bound (3 rounds).
  *
  * Redundancy: in every round, each switch of T' bottom-up pairs the free "ports" its children
  * offer (a node whose path up to the child is still free in this round, one per child since
- * the child's edge carries one path), in a different order every round, and passes one left
- * over port up. This is the greedy maximum of edge-disjoint paths on a tree; it keeps nodes
- * busy that the core plan leaves idle and costs no extra round. */
+ * the child's edge carries one path) in a different random order every round, keeping one for
+ * its parent while its uplink is free. This keeps nodes busy that the core plan leaves idle and
+ * costs no extra round; extra rounds of such pairs alone tighten the upper links, which only
+ * differences of long paths reach. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,9 +202,12 @@ typedef struct planner {
     int *post;               /* T' vertices, children before parents */
     int npost;
     int *usage;              /* pairs planned across each link */
-    int *anchor_t;           /* 2-child switch: the node its anchor must use, TS_NONE otherwise */
-    int *anchor_other;       /* ... the other end of its inside pair */
-    int *anchor_w;           /* ... the far end of the anchor pair, once planned */
+    int *through;            /* pairs planned through each T' vertex (not ending there) */
+    /* Pairs at a vertex's T' parent that cross its edge, as (end below it, far end): a 2-child
+     * switch completes its triangle with one of them. At most 3 per vertex (odd-cycle graphs
+     * have degree <= 3). */
+    int *ncand, (*cand_q)[3], (*cand_w)[3];
+    int *stack;              /* scratch for descend */
     ts_pair *pairs;
     int npairs, cap;
 } planner;
@@ -221,9 +228,11 @@ static void planner_free(planner *P)
     free(P->kids);
     free(P->post);
     free(P->usage);
-    free(P->anchor_t);
-    free(P->anchor_other);
-    free(P->anchor_w);
+    free(P->through);
+    free(P->ncand);
+    free(P->cand_q);
+    free(P->cand_w);
+    free(P->stack);
     free(P->pairs);
 }
 
@@ -241,24 +250,24 @@ static int planner_init(planner *P, const ts_fabric *f, const ts_link_set *ls, t
     P->kids = malloc(sizeof(int) * (size_t)nv);
     P->post = malloc(sizeof(int) * (size_t)nv);
     P->usage = calloc((size_t)(ls->nlinks + 1), sizeof(int));
-    P->anchor_t = malloc(sizeof(int) * (size_t)nv);
-    P->anchor_other = malloc(sizeof(int) * (size_t)nv);
-    P->anchor_w = malloc(sizeof(int) * (size_t)nv);
+    P->through = calloc((size_t)nv, sizeof(int));
+    P->ncand = calloc((size_t)nv, sizeof(int));
+    P->cand_q = malloc(sizeof *P->cand_q * (size_t)nv);
+    P->cand_w = malloc(sizeof *P->cand_w * (size_t)nv);
+    P->stack = malloc(sizeof(int) * (size_t)nv);
     P->cap = 2 * ls->nlinks + 16;
     P->pairs = malloc(sizeof(ts_pair) * (size_t)P->cap);
     int rc = TS_OK;
-    if (!order || !cnt || !ech || !P->tpar || !P->kstart || !P->kids || !P->post || !P->usage ||
-        !P->anchor_t || !P->anchor_other || !P->anchor_w || !P->pairs) {
+    if (!order || !cnt || !ech || !P->tpar || !P->kstart || !P->kids || !P->post || !P->usage || !P->through ||
+        !P->ncand || !P->cand_q || !P->cand_w || !P->stack || !P->pairs) {
         rc = ts_fail(err, TS_ENOMEM, "out of memory");
         goto done;
     }
     int norder = bfs_order(f, f->root, order);
     count_nodes(f, order, norder, cnt, ech);
     norder = bfs_order(f, P->s, order);
-    for (int i = 0; i < nv; i++) {
+    for (int i = 0; i < nv; i++)
         P->tpar[i] = TS_NONE;
-        P->anchor_t[i] = P->anchor_other[i] = P->anchor_w[i] = TS_NONE;
-    }
     /* T' parent: the nearest T' ancestor (top-down, so the parent's is known) */
     int *near = cnt;             /* reuse: nearest T' vertex at or above v */
     near[P->s] = P->s;
@@ -318,59 +327,85 @@ static int link_of(const planner *P, int v)
     return P->ls->of_vertex[v];
 }
 
-/* Count a planned path from node vertex x up to (not including) T' vertex top. */
+/* Count a planned path from node vertex x up to T' vertex top (the pair's meeting point,
+ * counted by the caller): its links and the vertices it passes. */
 static void use_path(planner *P, int x, int top)
 {
-    for (int v = x; v != top; v = P->tpar[v])
+    for (int v = x; v != top; v = P->tpar[v]) {
         P->usage[link_of(P, v)]++;
+        if (v != x)
+            P->through[v]++;
+    }
 }
 
-static int path_usage(const planner *P, int x, int top)
+/* How full a path from x up to top would make the rounds: a link carries one pair per round,
+ * a switch of degree d at most d/2 pairs through it. The largest of these over the path, and
+ * their total. */
+static void path_load(const planner *P, int x, int top, double *max, double *sum)
 {
-    int u = 0;
-    for (int v = x; v != top; v = P->tpar[v])
-        u += P->usage[link_of(P, v)];
-    return u;
+    *max = *sum = 0;
+    for (int v = x; v != top; v = P->tpar[v]) {
+        double u = P->usage[link_of(P, v)] + 1;
+        if (v != x) {
+            int deg = P->kstart[v + 1] - P->kstart[v] + (v != P->s);
+            double t = (P->through[v] + 1.0) / (deg / 2);
+            u = fmax(u, t);
+        }
+        *max = fmax(*max, u);
+        *sum += u;
+    }
 }
 
-/* A node below T' vertex c, reached along the least used edges. */
+static int better(double mx, double sm, double best_max, double best_sum)
+{
+    return mx < best_max - 1e-9 || (mx <= best_max + 1e-9 && sm < best_sum - 1e-9);
+}
+
+/* A node below T' vertex c whose path up to c is least loaded (path_load): a depth-first walk
+ * over c's subtree. */
 static int descend(const planner *P, int c)
 {
-    while (P->f->v[c].kind != TS_NODE) {
-        int best = TS_NONE;
-        for (int i = P->kstart[c]; i < P->kstart[c + 1]; i++) {
-            int k = P->kids[i];
-            if (best == TS_NONE || P->usage[link_of(P, k)] < P->usage[link_of(P, best)])
-                best = k;
+    if (P->f->v[c].kind == TS_NODE)
+        return c;
+    int best = TS_NONE, top = 0;
+    double best_max = 0, best_sum = 0;
+    P->stack[top++] = c;
+    while (top > 0) {
+        int v = P->stack[--top];
+        if (P->f->v[v].kind == TS_NODE) {
+            double mx, sm;
+            path_load(P, v, c, &mx, &sm);
+            if (best == TS_NONE || better(mx, sm, best_max, best_sum)) {
+                best = v;
+                best_max = mx;
+                best_sum = sm;
+            }
+            continue;
         }
-        c = best;
+        for (int i = P->kstart[v + 1] - 1; i >= P->kstart[v]; i--)
+            P->stack[top++] = P->kids[i];
     }
-    return c;
+    return best;
 }
 
-/* The endpoint below child c for a pair at its parent; a 2-child switch's first pair there is
- * its anchor and must use its designated node. */
-static int endpoint(const planner *P, int c, int *anchor_of)
+static void add_candidate(planner *P, int c, int q, int w)
 {
-    *anchor_of = TS_NONE;
-    if (P->anchor_t[c] != TS_NONE && P->anchor_w[c] == TS_NONE) {
-        *anchor_of = c;
-        return P->anchor_t[c];
+    if (P->ncand[c] < 3) {
+        P->cand_q[c][P->ncand[c]] = q;
+        P->cand_w[c][P->ncand[c]] = w;
+        P->ncand[c]++;
     }
-    return descend(P, c);
 }
 
 /* One pair at T' vertex v between its children ci and cj. */
 static int pair_at(planner *P, int v, int ci, int cj, ts_error *err)
 {
-    int ai, aj;
-    int x = endpoint(P, ci, &ai), y = endpoint(P, cj, &aj);
-    if (ai != TS_NONE)
-        P->anchor_w[ai] = y;
-    if (aj != TS_NONE)
-        P->anchor_w[aj] = x;
+    int x = descend(P, ci), y = descend(P, cj);
     use_path(P, x, v);
     use_path(P, y, v);
+    P->through[v]++;
+    add_candidate(P, ci, x, y);
+    add_candidate(P, cj, y, x);
     return add_pair(P, x, y, err);
 }
 
@@ -393,6 +428,48 @@ static void odd_cycle_edge(int k, int e, int *i, int *j)
     }
 }
 
+/* The child of T' vertex u whose subtree holds node vertex q. */
+static int child_towards(const planner *P, int u, int q)
+{
+    while (P->tpar[q] != u)
+        q = P->tpar[q];
+    return q;
+}
+
+/* The third pair of a 2-child switch u: given a pair (q, w) counted at u's parent with q below
+ * child c of u, the pair (z, w) with z below u's other child. The difference of the two reads
+ * dist(u, z) - dist(u, q), the pair across u reads their sum. */
+static int complete_triangle(planner *P, int u, ts_error *err)
+{
+    int best_z = TS_NONE, best_w = TS_NONE;
+    double best_max = 0, best_sum = 0;
+    for (int i = 0; i < P->ncand[u]; i++) {
+        int q = P->cand_q[u][i], w = P->cand_w[u][i];
+        int c = child_towards(P, u, q);
+        int o = P->kids[P->kstart[u]] == c ? P->kids[P->kstart[u] + 1] : P->kids[P->kstart[u]];
+        int z = descend(P, o);
+        int l = ts_fabric_lca(P->f, z, w);
+        double m1, s1, m2, s2;
+        path_load(P, z, l, &m1, &s1);
+        path_load(P, w, l, &m2, &s2);
+        double mx = fmax(m1, m2), sm = s1 + s2;
+        if (best_z == TS_NONE || better(mx, sm, best_max, best_sum)) {
+            best_z = z;
+            best_w = w;
+            best_max = mx;
+            best_sum = sm;
+        }
+    }
+    if (best_z == TS_NONE)
+        return ts_fail(err, TS_EINPUT, "internal: switch %s has no pair across its uplink",
+                       P->f->v[u].name);
+    int l = ts_fabric_lca(P->f, best_z, best_w);
+    use_path(P, best_z, l);
+    use_path(P, best_w, l);
+    P->through[l]++;
+    return add_pair(P, best_z, best_w, err);
+}
+
 static int plan_core(planner *P, ts_error *err)
 {
     int rc = TS_OK;
@@ -405,21 +482,7 @@ static int plan_core(planner *P, ts_error *err)
         if (k == 1)
             return ts_fail(err, TS_EINPUT, "internal: T' vertex %s has one child", P->f->v[v].name);
         if (k == 2) {
-            int ai, aj;
-            int x = endpoint(P, kid[0], &ai), y = endpoint(P, kid[1], &aj);
-            if (ai != TS_NONE)
-                P->anchor_w[ai] = y;
-            if (aj != TS_NONE)
-                P->anchor_w[aj] = x;
-            use_path(P, x, v);
-            use_path(P, y, v);
-            rc = add_pair(P, x, y, err);
-            if (v != P->s) {
-                /* the less used of the two continues upwards as the anchor */
-                int ux = path_usage(P, x, v), uy = path_usage(P, y, v);
-                P->anchor_t[v] = ux <= uy ? x : y;
-                P->anchor_other[v] = ux <= uy ? y : x;
-            }
+            rc = pair_at(P, v, kid[0], kid[1], err);
             continue;
         }
         for (int e = 0; e < k && rc == TS_OK; e++) {
@@ -428,21 +491,11 @@ static int plan_core(planner *P, ts_error *err)
             rc = pair_at(P, v, kid[i], kid[j], err);
         }
     }
-    /* the third side of every 2-child switch's triangle */
-    for (int pi = 0; pi < P->npost && rc == TS_OK; pi++) {
+    /* the third side of every 2-child switch's triangle, top-down */
+    for (int pi = P->npost - 1; pi >= 0 && rc == TS_OK; pi--) {
         int v = P->post[pi];
-        if (P->anchor_t[v] == TS_NONE)
-            continue;
-        int y = P->anchor_other[v], w = P->anchor_w[v];
-        if (w == TS_NONE)
-            return ts_fail(err, TS_EINPUT, "internal: switch %s has no anchor pair", P->f->v[v].name);
-        /* the path y..w: up from y to the LCA, down to w */
-        int l = ts_fabric_lca(P->f, y, w);
-        for (int side = 0; side < 2; side++)
-            for (int x = side ? w : y; x != l; x = P->f->v[x].parent)
-                if (P->tpar[x] != TS_NONE)
-                    P->usage[link_of(P, x)]++;
-        rc = add_pair(P, y, w, err);
+        if (v != P->s && P->kstart[v + 1] - P->kstart[v] == 2)
+            rc = complete_triangle(P, v, err);
     }
     return rc;
 }
@@ -483,49 +536,92 @@ static int cmp_by_len_desc(const void *a, const void *b, void *ctx)
     return x - y;
 }
 
-/* First-fit colouring; writes round[i] for every pair and returns the number of rounds. */
+/* One first-fit pass in the given order; returns the number of rounds or a negative code. */
+static int first_fit(bitrows *b, const int *ids, const int *len, int maxlen, const int *order, int np,
+                     int *round)
+{
+    memset(b->bits, 0, sizeof(uint64_t) * (size_t)b->nlinks * (size_t)b->words);
+    int nrounds = 0;
+    for (int oi = 0; oi < np; oi++) {
+        int i = order[oi];
+        const int *p = ids + (size_t)i * maxlen;
+        int r = -1;
+        for (int w = 0; r < 0; w++) {
+            if (w == b->words && bitrows_grow(b, 2 * b->words) != TS_OK)
+                return TS_ENOMEM;
+            uint64_t busy = 0;
+            for (int x = 0; x < len[i]; x++)
+                busy |= b->bits[(size_t)p[x] * b->words + w];
+            if (~busy)
+                r = 64 * w + __builtin_ctzll(~busy);
+        }
+        round[i] = r;
+        for (int x = 0; x < len[i]; x++)
+            b->bits[(size_t)p[x] * b->words + r / 64] |= 1ull << (r % 64);
+        if (r + 1 > nrounds)
+            nrounds = r + 1;
+    }
+    return nrounds;
+}
+
+#define COLOUR_PASSES 24
+
+/* Rounds for the pairs: first fit, longest paths first, then Culberson's iterated greedy (first
+ * fit again with the previous rounds' pairs kept together, the rounds in reverse order, which
+ * never needs more rounds) until the largest load of a link, a lower bound, is reached.
+ * Writes round[i] for every pair and returns the number of rounds. */
 static int colour(const ts_fabric *f, const ts_link_set *ls, const ts_pair *pairs, int np, int *round,
                   ts_error *err)
 {
     int maxlen = 2 * (ts_fabric_max_depth(f) + 1);
-    int *ids = malloc(sizeof(int) * (size_t)np * (size_t)maxlen), *len = malloc(sizeof(int) * (size_t)np);
-    int *order = malloc(sizeof(int) * (size_t)np);
+    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1) * (size_t)maxlen);
+    int *len = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    int *order = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    int *trial = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    int *load = calloc((size_t)ls->nlinks + 1, sizeof(int));
     bitrows b = {0, NULL, ls->nlinks};
-    int rc = TS_OK, nrounds = 0;
-    if (!ids || !len || !order || bitrows_grow(&b, 1) != TS_OK) {
+    int rc = TS_OK, nrounds = 0, bound = 1;
+    if (!ids || !len || !order || !trial || !load || bitrows_grow(&b, 1) != TS_OK) {
         rc = ts_fail(err, TS_ENOMEM, "out of memory");
         goto done;
     }
     for (int i = 0; i < np; i++) {
         len[i] = ts_link_set_path(ls, f, pairs[i].a, pairs[i].b, ids + (size_t)i * maxlen, maxlen);
         order[i] = i;
+        for (int x = 0; x < len[i]; x++)
+            if (++load[ids[(size_t)i * maxlen + x]] > bound)
+                bound = load[ids[(size_t)i * maxlen + x]];
     }
     qsort_r(order, (size_t)np, sizeof(int), cmp_by_len_desc, len);
-    for (int oi = 0; oi < np; oi++) {
-        int i = order[oi];
-        const int *p = ids + (size_t)i * maxlen;
-        int r = -1;
-        for (int w = 0; r < 0; w++) {
-            if (w == b.words && bitrows_grow(&b, 2 * b.words) != TS_OK) {
-                rc = ts_fail(err, TS_ENOMEM, "out of memory");
-                goto done;
-            }
-            uint64_t busy = 0;
-            for (int x = 0; x < len[i]; x++)
-                busy |= b.bits[(size_t)p[x] * b.words + w];
-            if (~busy)
-                r = 64 * w + __builtin_ctzll(~busy);
+    nrounds = first_fit(&b, ids, len, maxlen, order, np, round);
+    for (int pass = 0; pass < COLOUR_PASSES && nrounds > bound && nrounds > 0; pass++) {
+        /* counting sort by round, last round first */
+        int *cnt = load;                 /* reuse: the bound is known */
+        memset(cnt, 0, sizeof(int) * (size_t)(nrounds + 1));
+        for (int i = 0; i < np; i++)
+            cnt[nrounds - 1 - round[i] + 1]++;
+        for (int r = 0; r < nrounds; r++)
+            cnt[r + 1] += cnt[r];
+        for (int i = 0; i < np; i++)
+            order[cnt[nrounds - 1 - round[i]]++] = i;
+        int got = first_fit(&b, ids, len, maxlen, order, np, trial);
+        if (got < 0) {
+            rc = ts_fail(err, TS_ENOMEM, "out of memory");
+            goto done;
         }
-        round[i] = r;
-        for (int x = 0; x < len[i]; x++)
-            b.bits[(size_t)p[x] * b.words + r / 64] |= 1ull << (r % 64);
-        if (r + 1 > nrounds)
-            nrounds = r + 1;
+        if (got <= nrounds) {
+            memcpy(round, trial, sizeof(int) * (size_t)np);
+            nrounds = got;
+        }
     }
+    if (nrounds < 0)
+        rc = ts_fail(err, TS_ENOMEM, "out of memory");
 done:
     free(ids);
     free(len);
     free(order);
+    free(trial);
+    free(load);
     free(b.bits);
     return rc == TS_OK ? nrounds : rc;
 }

@@ -84,6 +84,26 @@ typedef struct eqs {
     double *y, *w;
 } eqs;
 
+static void bucket_insert(int *head, int *nxt, int *prv, int *bdeg, int v, int d)
+{
+    bdeg[v] = d;
+    prv[v] = -1;
+    nxt[v] = head[d];
+    if (head[d] >= 0)
+        prv[head[d]] = v;
+    head[d] = v;
+}
+
+static void bucket_remove(int *head, int *nxt, int *prv, int *bdeg, int v)
+{
+    if (prv[v] >= 0)
+        nxt[prv[v]] = nxt[v];
+    else
+        head[bdeg[v]] = nxt[v];
+    if (nxt[v] >= 0)
+        prv[nxt[v]] = prv[v];
+}
+
 /* Minimum-degree order and L's pattern from the rows' co-occurrence graph. */
 static int spd_symbolic(spd *S, int nvar, const eqs *E)
 {
@@ -94,6 +114,7 @@ static int spd_symbolic(spd *S, int nvar, const eqs *E)
         long len = E->start[e + 1] - E->start[e];
         nkeys += len * (len - 1) / 2;
     }
+    int *head = NULL, *nxt = NULL, *prv = NULL, *bdeg = NULL;
     uint64_t *keys = malloc(sizeof(uint64_t) * (size_t)(nkeys ? nkeys : 1));
     ivec *adj = calloc((size_t)(nvar ? nvar : 1), sizeof(ivec));
     ivec *pat = calloc((size_t)(nvar ? nvar : 1), sizeof(ivec));
@@ -120,12 +141,23 @@ static int spd_symbolic(spd *S, int nvar, const eqs *E)
     }
     for (int i = 0; i < nvar; i++)
         mark[i] = -1;
-    int stamp = 0;
+    /* vertices in buckets by degree (doubly linked), so the minimum is found without a scan */
+    head = malloc(sizeof(int) * (size_t)(nvar + 1));
+    nxt = malloc(sizeof(int) * (size_t)(nvar ? nvar : 1));
+    prv = malloc(sizeof(int) * (size_t)(nvar ? nvar : 1));
+    bdeg = malloc(sizeof(int) * (size_t)(nvar ? nvar : 1));
+    if (!head || !nxt || !prv || !bdeg)
+        goto done;
+    for (int d = 0; d <= nvar; d++)
+        head[d] = -1;
+    for (int i = 0; i < nvar; i++)
+        bucket_insert(head, nxt, prv, bdeg, i, adj[i].n);
+    int stamp = 0, mindeg = 0;
     for (int step = 0; step < nvar; step++) {
-        int v = -1;
-        for (int i = 0; i < nvar; i++)
-            if (!gone[i] && (v < 0 || adj[i].n < adj[v].n))
-                v = i;
+        while (head[mindeg] < 0)
+            mindeg++;
+        int v = head[mindeg];
+        bucket_remove(head, nxt, prv, bdeg, v);
         gone[v] = 1;
         S->perm[step] = v;
         S->pos[v] = step;
@@ -153,6 +185,12 @@ static int spd_symbolic(spd *S, int nvar, const eqs *E)
                         goto done;
                 }
             }
+            if (au->n != bdeg[u]) {
+                bucket_remove(head, nxt, prv, bdeg, u);
+                bucket_insert(head, nxt, prv, bdeg, u, au->n);
+                if (au->n < mindeg)
+                    mindeg = au->n;
+            }
         }
     }
     S->cstart[0] = 0;
@@ -175,6 +213,10 @@ static int spd_symbolic(spd *S, int nvar, const eqs *E)
     }
     rc = TS_OK;
 done:
+    free(head);
+    free(nxt);
+    free(prv);
+    free(bdeg);
     free(keys);
     if (adj)
         for (int i = 0; i < nvar; i++)
@@ -503,6 +545,7 @@ int ts_link_solve(const ts_fabric *tree, const ts_pair_stats *pairs, int npairs,
 void ts_link_measure_options_default(ts_link_measure_options *o)
 {
     o->full_rounds = 1;
+    o->node_map = NULL;
 }
 
 int ts_link_measure(ts_probe_engine *e, const ts_fabric *tree, const ts_link_plan *plan,
@@ -519,16 +562,32 @@ int ts_link_measure_opts(ts_probe_engine *e, const ts_fabric *tree, const ts_lin
     memset(res, 0, sizeof *res);
     if (tree->root == TS_NONE)
         return ts_fail(err, TS_EINPUT, "the tree is not finalized");
-    if (tree->nnodes != e->tp->nnodes)
+    const int *map = o ? o->node_map : NULL;
+    if (!map && tree->nnodes != e->tp->nnodes)
         return ts_fail(err, TS_EINPUT, "the tree has %d nodes, the transport %d", tree->nnodes,
                        e->tp->nnodes);
+    for (int i = 0; map && i < tree->nnodes; i++)
+        if (map[i] < 0 || map[i] >= e->tp->nnodes)
+            return ts_fail(err, TS_EINPUT, "tree node %s has no node on the transport",
+                           tree->v[tree->node_vertex[i]].name);
     int np = plan->npairs;
+    for (int i = 0; i < np; i++)
+        if (plan->pairs[i].a < 0 || plan->pairs[i].b < 0 || plan->pairs[i].a >= tree->nnodes ||
+            plan->pairs[i].b >= tree->nnodes)
+            return ts_fail(err, TS_EINPUT, "plan pair %d (%d,%d) names no node of the tree", i,
+                           plan->pairs[i].a, plan->pairs[i].b);
     ts_pair_stats *st = malloc(sizeof *st * (size_t)(np ? np : 1));
     int *rnd = malloc(sizeof(int) * (size_t)(np ? np : 1));
-    if (!st || !rnd) {
+    ts_pair *tp = malloc(sizeof *tp * (size_t)(np ? np : 1));
+    if (!st || !rnd || !tp) {
         free(st);
         free(rnd);
+        free(tp);
         return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < np; i++) {
+        tp[i].a = map ? map[plan->pairs[i].a] : plan->pairs[i].a;
+        tp[i].b = map ? map[plan->pairs[i].b] : plan->pairs[i].b;
     }
     ts_stop_rule rule = e->rule;
     if (o && o->full_rounds)
@@ -543,7 +602,7 @@ int ts_link_measure_opts(ts_probe_engine *e, const ts_fabric *tree, const ts_lin
     }
     for (int r = 0; r < plan->nrounds && rc == TS_OK && !partial; r++) {
         int s0 = plan->round_start[r], cnt = plan->round_start[r + 1] - s0;
-        rc = ts_probe_round_rule(e, plan->pairs + s0, cnt, &rule, st + nst, err);
+        rc = ts_probe_round_rule(e, tp + s0, cnt, &rule, st + nst, err);
         if (rc == TS_ELIMIT) {
             partial = 1;
             rc = TS_OK;
@@ -552,6 +611,9 @@ int ts_link_measure_opts(ts_probe_engine *e, const ts_fabric *tree, const ts_lin
         if (rc != TS_OK)
             break;
         for (int i = 0; i < cnt; i++) {
+            /* back to the tree's node indices */
+            st[nst + i].a = plan->pairs[s0 + i].a;
+            st[nst + i].b = plan->pairs[s0 + i].b;
             rnd[nst + i] = r;
             if (st[nst + i].flags & TS_PAIR_DEADLINE)
                 partial = 1;
@@ -567,6 +629,7 @@ int ts_link_measure_opts(ts_probe_engine *e, const ts_fabric *tree, const ts_lin
         rc = solve(tree, st, rnd, nst, e->rule.confidence, res, err);
     free(st);
     free(rnd);
+    free(tp);
     if (rc != TS_OK)
         return rc;
     res->rounds_planned = plan->nrounds;

@@ -9,6 +9,7 @@
 #include "toposcope/discover.h"
 #include "toposcope/fabric.h"
 #include "toposcope/infer.h"
+#include "toposcope/links.h"
 #include "toposcope/metrics.h"
 #include "toposcope/model.h"
 #include "toposcope/probe.h"
@@ -29,7 +30,10 @@ static void sim_usage(FILE *out)
             "  --out DIR            output directory, created if needed (required)\n"
             "  --profile NAME       latency profile: ethernet (default) or infiniband\n"
             "  --params FILE        YAML latency parameters on top of the profile (doc/params.md)\n"
-            "  --method NAME        fast (default), allpairs (Bufe 2014) or shirai (Shirai et al. 2007)\n"
+            "  --method NAME        fast (default), allpairs (Bufe 2014) or shirai (Shirai et al. 2007);\n"
+            "                       pmm (Liu et al.) runs no discovery: PMM assumes a known topology, so\n"
+            "                       the true tree is used as the tree (tree_exact is true by construction)\n"
+            "                       and PMM's own plan selection replaces the link-coverage plan\n"
             "  --seed N             seed of the run's noise (default 1)\n"
             "  --fabric-seed N      seed of the per-node and per-link hardware variation (default 0):\n"
             "                       runs with the same fabric seed see the same hardware\n"
@@ -38,12 +42,21 @@ static void sim_usage(FILE *out)
             "                       loss:LINK:20%%, dead:NODE, slowhost:NODE:+10us; a link is named by\n"
             "                       its lower end (a node for its access link, a switch for its uplink)\n"
             "  --queries N          shared-link queries for the accuracy test (default 100000)\n"
+            "  --link-extra-rounds N\n"
+            "                       rounds of extra link-disjoint pairs after the link plan's own rounds\n"
+            "                       (default 8; they tighten the estimates of the upper links)\n"
+            "  --no-links           skip the link stage (no links.yaml, no link_* metrics)\n"
             "  --eps X --confidence X --min-samples N --max-samples N\n"
             "                       the stopping rule (defaults 0.03, 0.90, 3, 32)\n"
             "  -h, --help           this text\n"
             "\n"
+            "After discovery the link stage plans pairs that identify every link of the inferred tree,\n"
+            "measures them with the budget that remains and solves for each link's one-way latency.\n"
+            "\n"
             "writes DIR/topology.conf (inferred tree, Slurm syntax), DIR/tree.yaml (with edge latency\n"
-            "estimates), DIR/truth.yaml (the simulated hardware) and DIR/metrics.yaml.\n"
+            "estimates), DIR/truth.yaml (the simulated hardware), DIR/links.yaml (per link: estimate,\n"
+            "90%% interval, samples, truth and relative error; links that cannot be separated are one\n"
+            "aggregated entry listing its links) and DIR/metrics.yaml.\n"
             "exit status: 0 done, 1 failure, 2 bad input (the message names the file and line)\n");
 }
 
@@ -68,12 +81,14 @@ typedef struct sim_options {
     ts_fault faults[MAX_INJECT];
     int nfaults;
     ts_stop_rule rule;
+    int links;                 /* run the link stage */
+    int link_extra_rounds;
 } sim_options;
 
 static int parse_options(int argc, char **argv, sim_options *o)
 {
     enum { O_FABRIC = 256, O_OUT, O_PROFILE, O_PARAMS, O_METHOD, O_SEED, O_FSEED, O_BUDGET,
-           O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX };
+           O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX, O_LINK_EXTRA, O_NO_LINKS };
     static const struct option longopts[] = {
         {"fabric", required_argument, 0, O_FABRIC}, {"out", required_argument, 0, O_OUT},
         {"profile", required_argument, 0, O_PROFILE}, {"params", required_argument, 0, O_PARAMS},
@@ -82,6 +97,8 @@ static int parse_options(int argc, char **argv, sim_options *o)
         {"inject", required_argument, 0, O_INJECT}, {"queries", required_argument, 0, O_QUERIES},
         {"eps", required_argument, 0, O_EPS}, {"confidence", required_argument, 0, O_CONF},
         {"min-samples", required_argument, 0, O_MIN}, {"max-samples", required_argument, 0, O_MAX},
+        {"link-extra-rounds", required_argument, 0, O_LINK_EXTRA},
+        {"no-links", no_argument, 0, O_NO_LINKS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -90,6 +107,8 @@ static int parse_options(int argc, char **argv, sim_options *o)
     o->seed = 1;
     o->queries = 100000;
     ts_stop_rule_default(&o->rule);
+    o->links = 1;
+    o->link_extra_rounds = TS_LINK_EXTRA_ROUNDS_DEFAULT;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -147,6 +166,17 @@ static int parse_options(int argc, char **argv, sim_options *o)
             }
             *(c == O_MIN ? &o->rule.min_samples : &o->rule.max_samples) = (int)u;
             break;
+        case O_LINK_EXTRA:
+            if (cli_parse_u64(optarg, &u) || u > TS_LINK_EXTRA_ROUNDS_MAX) {
+                cli_error("sim", "--link-extra-rounds wants a whole number 0..%d, not '%s'",
+                          TS_LINK_EXTRA_ROUNDS_MAX, optarg);
+                return CLI_USAGE;
+            }
+            o->link_extra_rounds = (int)u;
+            break;
+        case O_NO_LINKS:
+            o->links = 0;
+            break;
         case 'h':
             sim_usage(stdout);
             exit(CLI_OK);
@@ -171,12 +201,14 @@ static int parse_options(int argc, char **argv, sim_options *o)
     return CLI_OK;
 }
 
-static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e, const ts_sim *sim,
-                         const ts_fabric *truth, const ts_accuracy *acc, const ts_infer_report *rep,
-                         double cpu_s)
+/* e: the engine as discovery left it (the link stage runs on after disc_end_us). */
+static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e, double disc_end_us,
+                         const ts_sim *sim, const ts_fabric *truth, const ts_accuracy *acc,
+                         const ts_infer_report *rep, double cpu_s)
 {
-    double sim_time_s = (ts_sim_now_us(sim) - e->start_us) * 1e-6;
-    int exceeded = o->budget_ms > 0 && sim_time_s * 1e3 > o->budget_ms + 1e-9;
+    double sim_time_s = (disc_end_us - e->start_us) * 1e-6;
+    double total_s = (ts_sim_now_us(sim) - e->start_us) * 1e-6;
+    int exceeded = o->budget_ms > 0 && total_s * 1e3 > o->budget_ms + 1e-9;
     fprintf(m, "# toposcope sim: measured in virtual time; accuracy against the simulated truth\n");
     fprintf(m, "method: %s\nprofile: %s\nseed: %llu\nfabric_seed: %llu\n", o->method, o->profile,
             (unsigned long long)o->seed, (unsigned long long)o->fabric_seed);
@@ -205,6 +237,132 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
     return 0;
 }
 
+/* ---- the link stage: per-link latency on the tree discovery found ---- */
+
+typedef struct link_stage {
+    int ran;
+    ts_link_plan plan;
+    ts_link_result res;
+    ts_link_truth truth;
+    double cpu_s;              /* planning + solve; the simulator's own CPU excluded */
+    double sim_time_s;
+    double rel_err_median, rel_err_access, rel_err_uplink;
+} link_stage;
+
+static void link_stage_free(link_stage *L)
+{
+    ts_link_plan_free(&L->plan);
+    ts_link_result_free(&L->res);
+    ts_link_truth_free(&L->truth);
+}
+
+/* Median relative error over the access links (want_access 1) or the others (0). */
+static double link_rel_err_kind(const link_stage *L, int want_access)
+{
+    double *e = malloc(sizeof(double) * (size_t)(L->res.nlinks ? L->res.nlinks : 1));
+    if (!e)
+        return NAN;
+    int n = 0;
+    for (int k = 0; k < L->res.nlinks; k++) {
+        double est = L->res.link[k].est_us, tru = L->truth.truth_us[k];
+        if (L->res.link[k].access == want_access && isfinite(est) && isfinite(tru) && tru > 0)
+            e[n++] = fabs(est - tru) / tru;
+    }
+    double med = n ? ts_median(e, n) : NAN;
+    free(e);
+    return med;
+}
+
+static int link_stage_run(const sim_options *o, int pmm, ts_probe_engine *e, ts_sim *sim,
+                          const ts_fabric *tree, const ts_fabric *truth, const ts_model *model,
+                          link_stage *L)
+{
+    ts_error err;
+    memset(L, 0, sizeof *L);
+    if (tree->nnodes < 2)
+        return CLI_OK;              /* nothing to measure between */
+    /* the tree's node indices -> the transport's (a node discovery never reached is absent) */
+    int *node_map = malloc(sizeof(int) * (size_t)tree->nnodes);
+    if (!node_map) {
+        cli_error("sim", "out of memory");
+        return CLI_FAIL;
+    }
+    for (int i = 0; i < tree->nnodes; i++) {
+        int tv = ts_fabric_find(truth, tree->v[tree->node_vertex[i]].name);
+        node_map[i] = tv == TS_NONE ? TS_NONE : truth->v[tv].node_index;
+    }
+    double cpu0 = process_cpu_s(), sim_cpu0 = ts_sim_cpu_s(sim), t0 = ts_sim_now_us(sim);
+    ts_link_plan_options po;
+    ts_link_plan_options_default(&po);
+    po.extra_rounds = o->link_extra_rounds;
+    int rc = pmm ? ts_link_plan_pmm(tree, &L->plan, &err) : ts_link_plan_tree_opts(tree, &po, &L->plan, &err);
+    if (rc != TS_OK) {
+        free(node_map);
+        cli_error("sim", "link plan: %s", err.text);
+        return CLI_FAIL;
+    }
+    ts_link_measure_options mo;
+    ts_link_measure_options_default(&mo);
+    mo.node_map = node_map;
+    rc = ts_link_measure_opts(e, tree, &L->plan, &mo, &L->res, &err);
+    free(node_map);
+    if (rc != TS_OK) {
+        cli_error("sim", "link measurement: %s", err.text);
+        return CLI_FAIL;
+    }
+    L->cpu_s = process_cpu_s() - cpu0 - (ts_sim_cpu_s(sim) - sim_cpu0);
+    L->sim_time_s = (ts_sim_now_us(sim) - t0) * 1e-6;
+    if (ts_link_truth_map(tree, &L->res, truth, model, &L->truth, &err) != TS_OK) {
+        cli_error("sim", "%s", err.text);
+        return CLI_FAIL;
+    }
+    L->rel_err_median = ts_link_rel_err_median(&L->res, &L->truth);
+    L->rel_err_access = link_rel_err_kind(L, 1);
+    L->rel_err_uplink = link_rel_err_kind(L, 0);
+    L->ran = 1;
+    return CLI_OK;
+}
+
+static int link_stage_write(const char *dir, const ts_fabric *tree, const ts_fabric *truth,
+                            const link_stage *L)
+{
+    if (!L->ran)
+        return 0;
+    FILE *f = cli_open_out("sim", dir, "links.yaml");
+    if (!f)
+        return -1;
+    ts_links_write_yaml(tree, &L->res, &L->truth, truth, f);
+    return cli_close_out("sim", f, dir, "links.yaml");
+}
+
+static void metric_num(FILE *m, const char *key, double v)
+{
+    if (isfinite(v))
+        fprintf(m, "%s: %.6f\n", key, v);
+    else
+        fprintf(m, "%s: null\n", key);
+}
+
+static void link_stage_metrics(FILE *m, const link_stage *L)
+{
+    if (!L->ran)
+        return;
+    int aggregated = 0;
+    for (int k = 0; k < L->res.nlinks; k++)
+        aggregated += L->res.link[k].nmembers > 1;
+    fprintf(m, "# link stage: per-link one-way latency on the tree above (links.yaml)\n");
+    metric_num(m, "link_rel_err_median", L->rel_err_median);
+    metric_num(m, "link_rel_err_median_access", L->rel_err_access);
+    metric_num(m, "link_rel_err_median_uplink", L->rel_err_uplink);
+    fprintf(m, "link_rounds: %d\nlink_rounds_run: %d\nlink_pairs: %d\nlink_rank: %d\n", L->plan.nrounds,
+            L->res.rounds_run, L->plan.npairs, L->plan.rank);
+    fprintf(m, "link_links: %d\nlink_aggregated: %d\nlink_undetermined: %d\n", L->res.nlinks, aggregated,
+            L->res.undetermined);
+    fprintf(m, "link_plan_cpu_s: %.4f\n", L->cpu_s);
+    fprintf(m, "link_sim_time_s: %.6f\n", L->sim_time_s);
+    fprintf(m, "link_partial: %s\n", L->res.partial ? "true" : "false");
+}
+
 int cmd_sim(int argc, char **argv)
 {
     sim_options o;
@@ -226,8 +384,11 @@ int cmd_sim(int argc, char **argv)
     memset(&params, 0, sizeof params);
     int status = CLI_FAIL;
 
-    if (ts_method_parse(o.method, &method) != TS_OK) {
-        cli_error("sim", "unknown --method '%s' (fast, allpairs, shirai)", o.method);
+    /* pmm is no discovery method: it measures links on the known (true) tree */
+    int pmm = strcmp(o.method, "pmm") == 0;
+    link_stage links = {0};
+    if (!pmm && ts_method_parse(o.method, &method) != TS_OK) {
+        cli_error("sim", "unknown --method '%s' (fast, allpairs, shirai, pmm)", o.method);
         return CLI_USAGE;
     }
     if (ts_fabric_load_topology_conf(&truth, o.fabric, &err) != TS_OK) {
@@ -252,24 +413,33 @@ int cmd_sim(int argc, char **argv)
         goto out;
     }
     double cpu0 = process_cpu_s();
-    if (ts_discover(method, &engine, &tree, &rep, &err) != TS_OK) {
-        cli_error("sim", "%s: %s", o.method, err.text);
-        goto out;
+    if (pmm) {
+        rep.reference = TS_NONE;
+        rc = ts_fabric_copy(&inferred, &truth, &err);
+    } else {
+        if (ts_discover(method, &engine, &tree, &rep, &err) != TS_OK) {
+            cli_error("sim", "%s: %s", o.method, err.text);
+            goto out;
+        }
+        char **names = malloc(sizeof(char *) * (size_t)truth.nnodes);
+        if (!names) {
+            cli_error("sim", "out of memory");
+            goto out;
+        }
+        for (int i = 0; i < truth.nnodes; i++)
+            names[i] = truth.v[truth.node_vertex[i]].name;
+        rc = ts_utree_to_fabric(&tree, names, truth.nnodes, &inferred, &err);
+        free(names);
     }
-    char **names = malloc(sizeof(char *) * (size_t)truth.nnodes);
-    if (!names) {
-        cli_error("sim", "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < truth.nnodes; i++)
-        names[i] = truth.v[truth.node_vertex[i]].name;
-    rc = ts_utree_to_fabric(&tree, names, truth.nnodes, &inferred, &err);
-    free(names);
     if (rc != TS_OK) {
         cli_error("sim", "%s", err.text);
         goto out;
     }
     double cpu_s = process_cpu_s() - cpu0 - ts_sim_cpu_s(sim);
+    ts_probe_engine discovered = engine;       /* counters and flags as discovery left them */
+    double disc_end_us = ts_sim_now_us(sim);
+    if (o.links && link_stage_run(&o, pmm, &engine, sim, &inferred, &truth, &model, &links) != CLI_OK)
+        goto out;
     ts_accuracy acc;
     if (ts_accuracy_compare(&truth, &inferred, (long)o.queries, o.seed, &acc, &err) != TS_OK) {
         cli_error("sim", "%s", err.text);
@@ -297,11 +467,15 @@ int cmd_sim(int argc, char **argv)
         goto out;
     if (!(f = cli_open_out("sim", o.out, "metrics.yaml")))
         goto out;
-    write_metrics(&o, f, &engine, sim, &truth, &acc, &rep, cpu_s);
+    write_metrics(&o, f, &discovered, disc_end_us, sim, &truth, &acc, &rep, cpu_s);
+    link_stage_metrics(f, &links);
     if (cli_close_out("sim", f, o.out, "metrics.yaml"))
+        goto out;
+    if (link_stage_write(o.out, &inferred, &truth, &links))
         goto out;
     status = CLI_OK;
 out:
+    link_stage_free(&links);
     ts_infer_report_free(&rep);
     ts_utree_free(&tree);
     if (engine.db)

@@ -112,6 +112,9 @@ typedef struct ts_link_measure_options {
      * slowest pair, and among hundreds of pairs one nearly always runs to the cap, so the others
      * would sit idle; 0 keeps the rule's own stopping. */
     int full_rounds;
+    /* The tree's node index -> the transport's (NULL: the same). A tree that lacks some of
+     * the transport's nodes (discovery never reached them) names its own nodes densely. */
+    const int *node_map;
 } ts_link_measure_options;
 
 void ts_link_measure_options_default(ts_link_measure_options *o);
