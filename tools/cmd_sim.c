@@ -347,9 +347,12 @@ static void link_stage_metrics(FILE *m, const link_stage *L)
 {
     if (!L->ran)
         return;
+    /* entries of links.yaml that list more than one link (named in the truth where matched) */
     int aggregated = 0;
-    for (int k = 0; k < L->res.nlinks; k++)
-        aggregated += L->res.link[k].nmembers > 1;
+    for (int k = 0; k < L->res.nlinks; k++) {
+        int names = L->truth.first[k + 1] - L->truth.first[k];
+        aggregated += (names ? names : L->res.link[k].nmembers) > 1;
+    }
     fprintf(m, "# link stage: per-link one-way latency on the tree above (links.yaml)\n");
     metric_num(m, "link_rel_err_median", L->rel_err_median);
     metric_num(m, "link_rel_err_median_access", L->rel_err_access);
