@@ -271,7 +271,6 @@ static int planner_init(planner *P, const ts_fabric *f, const ts_link_set *ls, t
     /* T' parent: the nearest T' ancestor (top-down, so the parent's is known) */
     int *near = cnt;             /* reuse: nearest T' vertex at or above v */
     near[P->s] = P->s;
-    int nt = 0;
     for (int i = 1; i < norder; i++) {
         int v = order[i], p = f->v[v].parent;
         near[v] = near[p];
@@ -280,7 +279,6 @@ static int planner_init(planner *P, const ts_fabric *f, const ts_link_set *ls, t
         P->tpar[v] = near[p];
         near[v] = v;
         P->kstart[near[p] + 1]++;
-        nt++;
     }
     for (int i = 0; i < nv; i++)
         P->kstart[i + 1] += P->kstart[i];
@@ -298,7 +296,6 @@ static int planner_init(planner *P, const ts_fabric *f, const ts_link_set *ls, t
         if (v == P->s || P->tpar[v] != TS_NONE)
             P->post[P->npost++] = v;
     }
-    (void)nt;
 done:
     free(order);
     free(cnt);
@@ -674,6 +671,14 @@ int ts_link_plan_tree_opts(const ts_fabric *tree, const ts_link_plan_options *o,
                            ts_error *err)
 {
     memset(out, 0, sizeof *out);
+    ts_link_plan_options defaults;
+    ts_link_plan_options_default(&defaults);
+    if (!o)
+        o = &defaults;
+    int extra = o->extra_rounds;
+    if (extra < 0 || extra > TS_LINK_EXTRA_ROUNDS_MAX)
+        return ts_fail(err, TS_EINPUT, "extra rounds must be 0..%d (got %d)", TS_LINK_EXTRA_ROUNDS_MAX,
+                       extra);
     ts_link_set ls;
     int rc = ts_link_set_build(tree, &ls, err);
     if (rc != TS_OK)
@@ -696,13 +701,7 @@ int ts_link_plan_tree_opts(const ts_fabric *tree, const ts_link_plan_options *o,
         rc = nrounds;
         goto done;
     }
-    int extra = o ? o->extra_rounds : 0;
-    if (extra < 0 || extra > TS_LINK_EXTRA_ROUNDS_MAX) {
-        rc = ts_fail(err, TS_EINPUT, "extra rounds must be 0..%d (got %d)", TS_LINK_EXTRA_ROUNDS_MAX,
-                     extra);
-        goto done;
-    }
-    if (o && (o->redundancy || extra > 0)) {
+    if (o->redundancy || extra > 0) {
         int maxlen = 2 * (ts_fabric_max_depth(tree) + 1);
         int total = nrounds + extra;
         int *ids = malloc(sizeof(int) * (size_t)maxlen);

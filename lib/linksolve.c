@@ -77,10 +77,9 @@ static int cmp_u64(const void *a, const void *b)
 
 /* Equations: rows of link ids (ascending), right-hand sides and weights. */
 typedef struct eqs {
-    int n, cap;
+    int n;
     int *start;              /* n + 1 */
     int *idx;
-    int nidx, idxcap;
     double *y, *w;
 } eqs;
 

@@ -47,7 +47,7 @@ int ts_link_set_path(const ts_link_set *s, const ts_fabric *tree, int node_a, in
 /* ---- planning ---- */
 
 #define TS_LINK_EXTRA_ROUNDS_DEFAULT 8
-#define TS_LINK_EXTRA_ROUNDS_MAX 10000
+#define TS_LINK_EXTRA_ROUNDS_MAX 256
 
 typedef struct ts_link_plan_options {
     int redundancy;          /* fill every round's idle nodes with extra link-disjoint pairs (1) */
@@ -64,6 +64,7 @@ void ts_link_plan_options_default(ts_link_plan_options *o);
  * link-disjoint pairs as fit (matched bottom-up switch by switch), so the solve has residuals.
  * out->rank is the number of identifiable links; out->paths_examined the core pairs. */
 int ts_link_plan_tree(const ts_fabric *tree, ts_link_plan *out, ts_error *err);
+/* o NULL: the defaults. */
 int ts_link_plan_tree_opts(const ts_fabric *tree, const ts_link_plan_options *o, ts_link_plan *out,
                            ts_error *err);
 
