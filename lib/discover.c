@@ -42,9 +42,13 @@ int ts_allpairs_schedule(int n, ts_pair **pairs_out, int **round_start_out, int 
     if (n < 2)
         return ts_fail(err, TS_EINPUT, "all-pairs needs at least 2 nodes (got %d)", n);
     long npairs = (long)n * (n - 1) / 2;
-    /* rounds: T(n) = ceil(n/2) + T(ceil(n/2)) <= n */
+    /* rounds: T(n) = ceil(n/2) + T(ceil(n/2)), which is below n + log2(n) + 1 (each halving
+     * rounds up by at most one); count them exactly for the allocation */
+    int max_rounds = 0;
+    for (int m = n; m >= 2; m = (m + 1) / 2)
+        max_rounds += (m + 1) / 2;
     ts_pair *pairs = malloc(sizeof *pairs * (size_t)npairs);
-    int *round_start = malloc(sizeof(int) * (size_t)(n + 2));
+    int *round_start = malloc(sizeof(int) * (size_t)(max_rounds + 2));
     /* blocks of the current level: [lo, hi) ranges over node indices */
     int *blo = malloc(sizeof(int) * (size_t)n), *bhi = malloc(sizeof(int) * (size_t)n);
     int *nlo = malloc(sizeof(int) * (size_t)n), *nhi = malloc(sizeof(int) * (size_t)n);
@@ -182,8 +186,7 @@ int ts_discover(ts_method m, ts_probe_engine *e, ts_utree *tree, ts_infer_report
     case TS_METHOD_SHIRAI:
         return ts_discover_shirai(e, tree, rep, err);
     case TS_METHOD_FAST:
-        /* The fast planner arrives with issue B; until then it is the all-pairs plan. */
-        return ts_discover_allpairs(e, tree, rep, err);
+        return ts_discover_fast(e, tree, rep, err);
     }
     return ts_fail(err, TS_EINPUT, "unknown method %d", (int)m);
 }

@@ -1,20 +1,37 @@
 /* toposcope — the fast method: top-down splitting of the fabric into subtrees, every subtree
- * measured only from inside, all subtrees of one depth in the same rounds.
+ * measured only from inside, all subtrees of one depth side by side in the same rounds.
  *
- * Why top-down: concurrent pairs that share a link inflate each other's RTT, and the
- * inflation only ever adds. A pair inside a subtree uses only links of that subtree, so
- * subtrees being split side by side never disturb each other, and inside one subtree the
- * pairs that cross its top switch (different children) are both the longest and the most
- * inflated, while pairs within one child stay short. So in every region the pairs fall into
- * "same child" (below a gap) and "different child" (above it); union-find over the short pairs
- * gives the children, and a child pair measured above the gap is known to be separate. Pairs
- * are only planned between clusters not yet known to be separate, so a region of c children
- * finishes in about c rounds, and the whole tree in about (sum of fan-outs along a path)
- * rounds, each with every node busy.
+ * A region is the set of nodes below one switch s, not yet split. Pairs of a region either
+ * stay inside one child of s ("near") or cross s ("far"); far pairs are the longest, and the
+ * region's split is the partition of its nodes into the connected groups of near pairs.
+ * Rounds plan pairs between fragments (groups known so far) that are not yet known to be
+ * separate, so a region of c children resolves in about c rounds, and all regions of one
+ * depth run in the same rounds: the whole tree takes about the sum of the fan-outs along a
+ * root-to-leaf path, every round with every node busy.
  *
- * The gap: the highest gap in the sorted RTT minima of a region that is wider than
- * GAP_FRACTION of the region's smallest RTT and whose partition is consistent (no pair above
- * it inside one cluster). When there is no such gap every node is its own child (a star). */
+ * Why it survives interference: concurrent pairs that share a link inflate each other's RTT,
+ * and inflation only ever adds. A region's pairs use only the region's links, so regions of
+ * one depth never disturb each other. Inside a region every node is busy (nodes without a
+ * useful test pair up anyway), so most pairs of a round are far and load the uplinks of the
+ * children of s heavily and alike from round to round: far pairs are inflated the most, which
+ * widens the near/far gap instead of blurring it. The gap is found without a fixed epsilon:
+ * among the cuts of the region's sorted RTTs that are *consistent* (no pair above the cut joins
+ * two nodes already connected by pairs below it, checked for all cuts at once with a Kruskal
+ * pass), the one with the largest relative gap wins, provided that gap exceeds GAP_MIN; when
+ * none does, the region is a star (every node its own child).
+ *
+ * Costs: adaptive planning needs a gather/scatter step (charged 2 ceil(log2 N) round trips),
+ * so one step plans a batch of rounds, the later ones assuming the earlier tests come out
+ * separate (most do). Pairs measured at one depth inside a child region are kept as evidence
+ * there. Decisions use each pair's minimum of three samples: jitter and outliers only add; a
+ * far class made of a single pair is never trusted (three samples in the jitter's tail).
+ *
+ * Limits (see the bench): the near/far cut is a threshold, so it needs every child of a region
+ * to sit at about the same depth below it, as in fat trees and other level-structured fabrics.
+ * On irregular trees, whose branches differ in depth, a far pair through a shallow branch can
+ * be as short as a near pair through deep ones; no consistent cut exists and the region falls
+ * back to a tournament of its nodes, or a wrong cut merges levels. */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,8 +40,13 @@
 #include "method.h"
 #include "toposcope/rng.h"
 
-#define GAP_FRACTION 0.08   /* a level step is >= ~15% of the same-switch RTT in both profiles */
-#define GAP_TRIES 8         /* candidate gaps examined from the top down */
+#define GAP_MIN 0.12        /* a level step is >= ~15% of the same-switch RTT in both profiles */
+#define GAP_NOISE 5.0       /* a gap must also exceed this many sd of the lowest class */
+#define PICK_TRIES 24       /* random partner fragments tried before a member pads */
+#define SCAN_LIMIT 256      /* below this many open fragments, partners are searched in full */
+#define MAX_BATCH 8         /* rounds planned per gather/scatter step, at most */
+#define BATCH_TOP 3         /* ... in the top region, where a test joins fragments 1 time in ~d */
+#define BATCH_DEEP 8        /* ... below it, where regions are small and mostly tournaments */
 
 typedef struct meas {
     int a, b;
@@ -35,8 +57,15 @@ typedef struct region {
     int vert;               /* the switch vertex of this subtree in the output tree */
     int rounds;
     int done;
-    double thr;             /* current gap threshold, -INF = star */
+    double cut;             /* RTT between near and far pairs; NAN = star */
+    double typical;         /* median RTT of the region's pairs (the star's level) */
 } region;
+
+/* A set of unordered fragment pairs (open addressing). */
+typedef struct pairset {
+    uint64_t *key;
+    size_t cap, used;
+} pairset;
 
 typedef struct fast {
     ts_probe_engine *e;
@@ -48,12 +77,16 @@ typedef struct fast {
     unsigned char *dead;
     int nreg, capreg;
     region *R;
-    meas *M;                /* measurements of the current regions */
+    meas *M;                /* measurements of the current depth */
     long nm, capm;
-    int *uf;                /* union-find over nodes */
+    int *uf;                /* union-find over nodes: the fragments of the current cut */
+    int *kpar, *krank;      /* Kruskal forest (union by rank, no compression) */
+    long *ktime;            /* edge index that linked a node to its parent */
     int *count;             /* answered pairs per node */
     ts_stop_rule rule;
-    double min_gap;         /* smallest gap accepted anywhere, for the report */
+    double min_gap;         /* smallest relative gap accepted anywhere, for the report */
+    int batch, batch_deep;  /* rounds planned per control step: top region, deeper ones */
+    int pad;                /* members without a useful test pair up anyway */
 } fast;
 
 static int uf_find(int *uf, int x)
@@ -73,116 +106,298 @@ static void uf_union(int *uf, int a, int b)
         uf[a < b ? b : a] = a < b ? a : b;
 }
 
-static int cmp_double(const void *a, const void *b)
+static int pairset_init(pairset *s, size_t want)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    size_t cap = 64;
+    while (cap < 2 * want + 16)
+        cap *= 2;
+    s->key = calloc(cap, sizeof *s->key);
+    s->cap = cap;
+    s->used = 0;
+    return s->key ? 0 : -1;
 }
 
-/* Clusters of one region under threshold thr into F->uf; returns 0 when a pair above thr
- * ends up inside one cluster. */
-static int cluster_region(fast *F, const int *mem, int nmem, const long *mi, long nmi, double thr)
+static uint64_t pair_key(int a, int b)
 {
-    for (int i = 0; i < nmem; i++)
-        F->uf[mem[i]] = mem[i];
-    for (long k = 0; k < nmi; k++)
-        if (F->M[mi[k]].d < thr)
-            uf_union(F->uf, F->M[mi[k]].a, F->M[mi[k]].b);
-    for (long k = 0; k < nmi; k++)
-        if (F->M[mi[k]].d >= thr &&
-            uf_find(F->uf, F->M[mi[k]].a) == uf_find(F->uf, F->M[mi[k]].b))
-            return 0;
-    return 1;
+    uint32_t lo = (uint32_t)(a < b ? a : b), hi = (uint32_t)(a < b ? b : a);
+    return ((uint64_t)hi << 32 | lo) + 1;     /* never 0: 0 marks an empty slot */
 }
 
-/* Pick the region's threshold (see the header) and leave its clusters in F->uf. */
-static int choose_threshold(fast *F, region *r, const int *mem, int nmem, const long *mi, long nmi)
+static size_t pair_slot(const pairset *s, uint64_t k)
 {
-    double *v = malloc(sizeof *v * (size_t)(nmi > 0 ? nmi : 1));
-    if (!v)
-        return TS_ENOMEM;
-    for (long k = 0; k < nmi; k++)
-        v[k] = F->M[mi[k]].d;
-    qsort(v, (size_t)nmi, sizeof *v, cmp_double);
-    r->thr = -INFINITY;
-    int tries = 0;
-    for (long i = nmi - 2; i >= 0 && tries < GAP_TRIES; i--) {
-        double gap = v[i + 1] - v[i];
-        if (!(gap > GAP_FRACTION * v[0]))
-            continue;
-        tries++;
-        double thr = 0.5 * (v[i] + v[i + 1]);
-        if (cluster_region(F, mem, nmem, mi, nmi, thr)) {
-            r->thr = thr;
-            if (gap < F->min_gap)
-                F->min_gap = gap;
-            break;
+    uint64_t h = k * 0x9e3779b97f4a7c15ULL;
+    size_t i = (size_t)(h >> 17) & (s->cap - 1);
+    while (s->key[i] && s->key[i] != k)
+        i = (i + 1) & (s->cap - 1);
+    return i;
+}
+
+static int pairset_has(const pairset *s, int a, int b)
+{
+    uint64_t k = pair_key(a, b);
+    return s->key[pair_slot(s, k)] == k;
+}
+
+static int pairset_add(pairset *s, int a, int b)
+{
+    if (2 * (s->used + 1) > s->cap) {
+        pairset bigger;
+        if (pairset_init(&bigger, 2 * s->used + 2))
+            return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->key[i])
+                bigger.key[pair_slot(&bigger, s->key[i])] = s->key[i];
+        bigger.used = s->used;
+        free(s->key);
+        *s = bigger;
+    }
+    uint64_t k = pair_key(a, b);
+    size_t i = pair_slot(s, k);
+    if (!s->key[i]) {
+        s->key[i] = k;
+        s->used++;
+    }
+    return 0;
+}
+
+static int cmp_meas_index(const void *x, const void *y, void *ctx)
+{
+    const meas *M = ctx;
+    double a = M[*(const long *)x].d, b = M[*(const long *)y].d;
+    return (a > b) - (a < b);
+}
+
+/* The edge index at which a and b became connected in the Kruskal forest (LONG_MAX: never).
+ * Link times grow towards the roots, so the endpoint with the earlier link climbs. */
+static long connected_at(const fast *F, int a, int b)
+{
+    long when = -1;
+    while (a != b) {
+        if (F->ktime[a] <= F->ktime[b]) {
+            if (F->kpar[a] == a)
+                return LONG_MAX;
+            when = F->ktime[a];
+            a = F->kpar[a];
+        } else {
+            if (F->kpar[b] == b)
+                return LONG_MAX;
+            when = F->ktime[b];
+            b = F->kpar[b];
         }
     }
-    free(v);
-    if (r->thr == -INFINITY)
-        cluster_region(F, mem, nmem, mi, nmi, -INFINITY);
+    return when;
+}
+
+static int kfind(const fast *F, int x)
+{
+    while (F->kpar[x] != x)
+        x = F->kpar[x];
+    return x;
+}
+
+/* Choose the region's cut (see the header) and leave its fragments in F->uf. mi lists the
+ * region's measurements; it is sorted by RTT here. */
+static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, long m)
+{
+    for (int i = 0; i < nmem; i++) {
+        int x = mem[i];
+        F->uf[x] = F->kpar[x] = x;
+        F->krank[x] = 0;
+        F->ktime[x] = LONG_MAX;
+    }
+    r->cut = NAN;
+    r->typical = NAN;
+    if (m == 0)
+        return TS_OK;
+    qsort_r(mi, (size_t)m, sizeof *mi, cmp_meas_index, F->M);
+    r->typical = F->M[mi[m / 2]].d;
+    for (long j = 0; j < m; j++) {
+        int a = kfind(F, F->M[mi[j]].a), b = kfind(F, F->M[mi[j]].b);
+        if (a == b)
+            continue;
+        if (F->krank[a] < F->krank[b]) {
+            int tmp = a;
+            a = b;
+            b = tmp;
+        }
+        F->kpar[b] = a;
+        F->ktime[b] = j;
+        if (F->krank[a] == F->krank[b])
+            F->krank[a]++;
+    }
+    /* cut k (edges 0..k-1 near) is consistent iff every edge j >= k got its endpoints
+     * connected no earlier than k: suffix minimum of the connection times. */
+    long *suffix = malloc(sizeof(long) * (size_t)(m + 1));
+    if (!suffix)
+        return TS_ENOMEM;
+    suffix[m] = LONG_MAX;
+    for (long j = m - 1; j >= 0; j--) {
+        long c = connected_at(F, F->M[mi[j]].a, F->M[mi[j]].b);
+        suffix[j] = c < suffix[j + 1] ? c : suffix[j + 1];
+    }
+    /* The spread of the lowest class (pairs within GAP_MIN of the smallest RTT) is the
+     * noise a gap must stand out of: pendant and jitter differences between pairs of one
+     * level, which in a star region could otherwise open a small gap by chance. */
+    double floor_us = 0;
+    long nlow = 0;
+    while (nlow < m && F->M[mi[nlow]].d <= F->M[mi[0]].d * (1.0 + GAP_MIN))
+        nlow++;
+    if (nlow >= 5) {
+        double *low = malloc(sizeof(double) * (size_t)nlow);
+        if (!low) {
+            free(suffix);
+            return TS_ENOMEM;
+        }
+        for (long j = 0; j < nlow; j++)
+            low[j] = F->M[mi[j]].d;
+        double med = ts_median(low, (int)nlow);
+        floor_us = GAP_NOISE * 1.4826 * ts_mad(low, (int)nlow, med);
+        free(low);
+    }
+    long best = 0;
+    double best_gap = GAP_MIN;
+    /* a far class of one pair is never trusted: all three samples of a pair can land in
+     * the jitter's tail (about one pair in 4000 here) */
+    for (long k = 1; k < m - 1; k++) {
+        double lo = F->M[mi[k - 1]].d, hi = F->M[mi[k]].d;
+        if (!(lo > 0) || hi - lo < floor_us)
+            continue;
+        double gap = hi / lo - 1.0;
+        if (gap > best_gap && suffix[k] >= k) {
+            best_gap = gap;
+            best = k;
+        }
+    }
+    free(suffix);
+    if (best > 0) {
+        r->cut = 0.5 * (F->M[mi[best - 1]].d + F->M[mi[best]].d);
+        if (best_gap < F->min_gap)
+            F->min_gap = best_gap;
+        for (long j = 0; j < best; j++)
+            uf_union(F->uf, F->M[mi[j]].a, F->M[mi[j]].b);
+    }
     return TS_OK;
 }
 
-/* Plans one region's pairs for the next round: members of clusters not yet known to be
- * separate meet. Returns the number of pairs added, 0 when the region is resolved. */
-static int plan_region(fast *F, const int *mem, int nmem, const long *mi, long nmi, ts_pair *out,
+/* The fragments of a region under its current cut, and the fragment pairs known (or, within
+ * a batch of rounds, planned) to be separate. */
+typedef struct frags {
+    int nmem;
+    const int *mem;
+    int *fid;               /* member position -> fragment id */
+    int nfrag;
+    pairset sep;
+} frags;
+
+static void frags_free(frags *g)
+{
+    free(g->fid);
+    free(g->sep.key);
+    memset(g, 0, sizeof *g);
+}
+
+static int frags_build(fast *F, frags *g, const int *mem, int nmem, const long *mi, long m,
                        int *scratch)
 {
-    /* clusters: root -> dense id; members listed per cluster */
-    int *cid = scratch, *start = scratch + F->n, *list = start + nmem + 1, *fill = list + nmem;
-    int k = 0;
+    memset(g, 0, sizeof *g);
+    g->mem = mem;
+    g->nmem = nmem;
+    g->fid = malloc(sizeof(int) * (size_t)(nmem + 1));
+    if (!g->fid || pairset_init(&g->sep, (size_t)m + (size_t)nmem))
+        return -1;
+    int *byroot = scratch;     /* node -> fragment id of its root, -1 unset */
     for (int i = 0; i < nmem; i++)
-        cid[mem[i]] = -1;
+        byroot[mem[i]] = -1;
     for (int i = 0; i < nmem; i++) {
         int rt = uf_find(F->uf, mem[i]);
-        if (cid[rt] < 0)
-            cid[rt] = k++;
+        if (byroot[rt] < 0)
+            byroot[rt] = g->nfrag++;
+        g->fid[i] = byroot[rt];
     }
-    if (k < 2)
-        return 0;
-    memset(start, 0, sizeof(int) * (size_t)(k + 1));
-    for (int i = 0; i < nmem; i++)
-        start[cid[uf_find(F->uf, mem[i])] + 1]++;
-    for (int c = 0; c < k; c++)
-        start[c + 1] += start[c];
-    memcpy(fill, start, sizeof(int) * (size_t)k);
-    for (int i = 0; i < nmem; i++)
-        list[fill[cid[uf_find(F->uf, mem[i])]]++] = mem[i];
-    /* shuffle members inside clusters so repeated tests use other nodes */
-    for (int c = 0; c < k; c++)
-        for (int i = start[c + 1] - 1; i > start[c]; i--) {
-            int j = start[c] + (int)ts_rng_below(&F->rng, (uint64_t)(i - start[c] + 1));
-            int tmp = list[i];
-            list[i] = list[j];
-            list[j] = tmp;
-        }
-    unsigned char *sep = calloc((size_t)k * (size_t)k, 1);
-    if (!sep)
+    for (long q = 0; q < m; q++) {
+        const meas *x = &F->M[mi[q]];
+        int fa = byroot[uf_find(F->uf, x->a)], fb = byroot[uf_find(F->uf, x->b)];
+        if (fa != fb && pairset_add(&g->sep, fa, fb))
+            return -1;
+    }
+    return 0;
+}
+
+/* Plans one round of a region: members of fragments not yet known to be separate meet; the
+ * partner is a random free member (so big fragments, whose answers resolve many nodes at once,
+ * are met more often). Planned fragment pairs join g->sep, so the next round of a batch tests
+ * other ones. With `pad`, members without a useful partner pair up anyway. Returns the number
+ * of pairs written to out, -1 when out of memory; *tests gets the useful ones. */
+static int plan_round(fast *F, frags *g, int pad, ts_pair *out, int *tests)
+{
+    int nmem = g->nmem;
+    *tests = 0;
+    if (nmem < 3 || g->nfrag < 2)
+        return 0;   /* two nodes hang from the switch side by side */
+    int *freel = malloc(sizeof(int) * (size_t)nmem * 2);
+    if (!freel)
         return -1;
-    for (long q = 0; q < nmi; q++) {
-        int x = cid[uf_find(F->uf, F->M[mi[q]].a)], y = cid[uf_find(F->uf, F->M[mi[q]].b)];
-        if (x != y)
-            sep[(size_t)x * k + y] = sep[(size_t)y * k + x] = 1;
+    int *where = freel + nmem;         /* member position -> index in freel, -1 when taken */
+    for (int i = 0; i < nmem; i++)
+        freel[i] = i;
+    ts_rng_shuffle_int(&F->rng, freel, nmem);
+    for (int i = 0; i < nmem; i++)
+        where[freel[i]] = i;
+    int nfree = nmem, np = 0;
+    int *order = malloc(sizeof(int) * (size_t)nmem);
+    if (!order) {
+        free(freel);
+        return -1;
     }
-    int np = 0;
-    memcpy(fill, start, sizeof(int) * (size_t)k);   /* next free member per cluster */
-    int off = (int)ts_rng_below(&F->rng, (uint64_t)k);
-    for (int ai = 0; ai < k; ai++) {
-        int a = (ai + off) % k;
-        int boff = (int)ts_rng_below(&F->rng, (uint64_t)k);
-        for (int bi = 0; bi < k && fill[a] < start[a + 1]; bi++) {
-            int b = (bi + boff) % k;
-            if (b == a || sep[(size_t)a * k + b] || fill[b] >= start[b + 1])
-                continue;
-            out[np].a = list[fill[a]++];
-            out[np].b = list[fill[b]++];
-            sep[(size_t)a * k + b] = sep[(size_t)b * k + a] = 1;
+    memcpy(order, freel, sizeof(int) * (size_t)nmem);
+    for (int oi = 0; oi < nmem; oi++) {
+        int x = order[oi];
+        if (where[x] < 0)
+            continue;
+        int a = g->fid[x], u = -1;
+        if (nfree - 1 <= SCAN_LIMIT) {
+            int off = (int)ts_rng_below(&F->rng, (uint64_t)nfree);
+            for (int t = 0; t < nfree && u < 0; t++) {
+                int c = freel[(off + t) % nfree];
+                if (g->fid[c] != a && !pairset_has(&g->sep, a, g->fid[c]))
+                    u = c;
+            }
+        } else {
+            for (int t = 0; t < PICK_TRIES && u < 0; t++) {
+                int c = freel[ts_rng_below(&F->rng, (uint64_t)nfree)];
+                if (g->fid[c] != a && !pairset_has(&g->sep, a, g->fid[c]))
+                    u = c;
+            }
+        }
+        if (u < 0)
+            continue;
+        if (pairset_add(&g->sep, a, g->fid[u])) {
+            free(order);
+            free(freel);
+            return -1;
+        }
+        out[np].a = g->mem[x];
+        out[np].b = g->mem[u];
+        np++;
+        for (int z = 0; z < 2; z++) {
+            int c = z ? u : x, s = where[c], last = freel[--nfree];
+            freel[s] = last;
+            where[last] = s;
+            where[c] = -1;
+        }
+    }
+    *tests = np;
+    if (np > 0 && pad) {
+        /* everyone else pairs up at random: an evenly loaded region, and near pairs inside
+         * fragments double as a consistency check of the cut */
+        for (int i = 0; i + 1 < nfree; i += 2) {
+            out[np].a = g->mem[freel[i]];
+            out[np].b = g->mem[freel[i + 1]];
             np++;
         }
     }
-    free(sep);
+    free(order);
+    free(freel);
     return np;
 }
 
@@ -199,37 +414,51 @@ static int new_region(fast *F, int vert)
     region *r = &F->R[F->nreg];
     memset(r, 0, sizeof *r);
     r->vert = vert;
-    r->thr = -INFINITY;
+    r->cut = NAN;
+    r->typical = NAN;
     return F->nreg++;
 }
 
-/* A resolved region becomes a switch: single-node clusters hang from it, bigger clusters
+/* Half the RTT at which the region's switch joins its nodes: a rough height, so the tree has
+ * plausible lengths for rooting; link latencies come from the link plan. */
+static double region_height(const region *r)
+{
+    if (isfinite(r->cut))
+        return 0.5 * r->cut;
+    if (isfinite(r->typical))
+        return 0.5 * r->typical;
+    return 1.0;
+}
+
+/* A resolved region becomes a switch: single-node fragments hang from it, bigger fragments
  * become regions of the next depth under a new switch. */
 static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg, int *scratch)
 {
     int *newreg = scratch;
-    for (int i = 0; i < nmem; i++)
-        newreg[mem[i]] = -2;
     int *size = scratch + F->n;
-    for (int i = 0; i < nmem; i++)
+    for (int i = 0; i < nmem; i++) {
+        newreg[mem[i]] = -2;
         size[mem[i]] = 0;
+    }
     for (int i = 0; i < nmem; i++)
         size[uf_find(F->uf, mem[i])]++;
+    double h = region_height(&F->R[ri]);
     for (int i = 0; i < nmem; i++) {
         int x = mem[i], rt = uf_find(F->uf, x);
         if (F->count[x] == 0) {
             next_reg[x] = -1;   /* never measured (deadline): reported, not placed */
             continue;
         }
-        double pend = F->R[ri].thr > 0 ? 0.5 * F->R[ri].thr : 1.0;
-        if (size[rt] == 1) {
-            if (ts_utree_add(F->t, F->R[ri].vert, pend, x) < 0)
+        if (size[rt] == 1 || nmem <= 2) {
+            if (ts_utree_add(F->t, F->R[ri].vert, h, x) < 0)
                 return TS_ENOMEM;
             next_reg[x] = -1;
             continue;
         }
         if (newreg[rt] == -2) {
-            int v = ts_utree_add(F->t, F->R[ri].vert, 1.0, TS_NONE);
+            /* the child switch sits about one level below: its height is learnt next depth,
+             * so it starts at a tenth of this one */
+            int v = ts_utree_add(F->t, F->R[ri].vert, 0.1 * h, TS_NONE);
             if (v < 0)
                 return TS_ENOMEM;
             int nr = new_region(F, v);
@@ -242,6 +471,38 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
     return TS_OK;
 }
 
+static int store_round(fast *F, const ts_pair_stats *st, int np)
+{
+    if (F->nm + np > F->capm) {
+        long cap = F->capm ? F->capm * 2 : 4096;
+        while (cap < F->nm + np)
+            cap *= 2;
+        meas *m = realloc(F->M, sizeof *m * (size_t)cap);
+        if (!m)
+            return TS_ENOMEM;
+        F->M = m;
+        F->capm = cap;
+    }
+    for (int i = 0; i < np; i++) {
+        if (st[i].samples == 0) {
+            /* a node that never answered anyone is left out of the tree */
+            if (st[i].flags & TS_PAIR_UNREACHABLE) {
+                if (F->count[st[i].a] == 0)
+                    F->dead[st[i].a] = 1;
+                if (F->count[st[i].b] == 0)
+                    F->dead[st[i].b] = 1;
+            }
+            continue;
+        }
+        F->count[st[i].a]++;
+        F->count[st[i].b]++;
+        F->M[F->nm].a = st[i].a;
+        F->M[F->nm].b = st[i].b;
+        F->M[F->nm++].d = st[i].min_us;
+    }
+    return TS_OK;
+}
+
 static int fast_run(fast *F)
 {
     int n = F->n, rc = TS_OK;
@@ -249,8 +510,8 @@ static int fast_run(fast *F)
     int *order = malloc(sizeof(int) * (size_t)n);       /* nodes grouped by region */
     int *rstart = NULL;
     long *mi = NULL, *mstart = NULL;
-    int *scratch = malloc(sizeof(int) * (size_t)(4 * n + 4));
-    ts_pair *pairs = malloc(sizeof *pairs * (size_t)(n / 2 + 1));
+    int *scratch = malloc(sizeof(int) * (size_t)(6 * n + 8));
+    ts_pair *pairs = malloc(sizeof *pairs * (size_t)(n / 2 + 1) * MAX_BATCH);
     ts_pair_stats *st = malloc(sizeof *st * (size_t)(n / 2 + 1));
     if (!next_reg || !order || !scratch || !pairs || !st) {
         rc = TS_ENOMEM;
@@ -274,7 +535,6 @@ static int fast_run(fast *F)
             rc = TS_ENOMEM;
             break;
         }
-        F->nm = 0;
         int active = 1;
         while (active && rc == TS_OK) {
             /* group live nodes and this depth's measurements by region */
@@ -290,7 +550,8 @@ static int fast_run(fast *F)
                     order[scratch[F->reg[i] - first]++] = i;
             memset(mstart, 0, sizeof(long) * (size_t)(nr + 1));
             for (long k = 0; k < F->nm; k++)
-                mstart[F->reg[F->M[k].a] - first + 1]++;
+                if (!F->dead[F->M[k].a] && !F->dead[F->M[k].b])
+                    mstart[F->reg[F->M[k].a] - first + 1]++;
             for (int r = 0; r < nr; r++)
                 mstart[r + 1] += mstart[r];
             free(mi);
@@ -303,81 +564,70 @@ static int fast_run(fast *F)
             }
             memcpy(mfill, mstart, sizeof(long) * (size_t)nr);
             for (long k = 0; k < F->nm; k++)
-                mi[mfill[F->reg[F->M[k].a] - first]++] = k;
+                if (!F->dead[F->M[k].a] && !F->dead[F->M[k].b])
+                    mi[mfill[F->reg[F->M[k].a] - first]++] = k;
             free(mfill);
-            int np = 0;
+            int np[MAX_BATCH] = {0};
+            size_t stride = (size_t)(n / 2 + 1);
             active = 0;
             for (int r = 0; r < nr && rc == TS_OK; r++) {
                 region *R = &F->R[first + r];
                 const int *mem = order + rstart[r];
                 int nmem = rstart[r + 1] - rstart[r];
-                if (R->done)
+                rc = choose_cut(F, R, mem, nmem, mi + mstart[r], mstart[r + 1] - mstart[r]);
+                if (rc != TS_OK || R->done)
                     continue;
-                rc = choose_threshold(F, R, mem, nmem, mi + mstart[r], mstart[r + 1] - mstart[r]);
-                if (rc != TS_OK)
-                    break;
-                /* a region cannot need more rounds than it has nodes: a safety net against
-                 * thresholds that keep moving */
-                int got = R->rounds < nmem ? plan_region(F, mem, nmem, mi + mstart[r],
-                                                         mstart[r + 1] - mstart[r], pairs + np,
-                                                         scratch) : 0;
-                if (got < 0) {
+                /* a region needs about as many rounds as it has children, never more than
+                 * a tournament of its nodes: a safety net against cuts that keep moving */
+                if (R->rounds > 2 * nmem) {
+                    R->done = 1;
+                    continue;
+                }
+                frags g;
+                if (frags_build(F, &g, mem, nmem, mi + mstart[r], mstart[r + 1] - mstart[r],
+                                scratch)) {
+                    frags_free(&g);
                     rc = TS_ENOMEM;
                     break;
                 }
-                if (got == 0)
-                    R->done = 1;
-                else
+                int batch = first == 0 ? F->batch : F->batch_deep;
+                for (int b = 0; b < batch; b++) {
+                    int tests = 0;
+                    int got = plan_round(F, &g, F->pad, pairs + (size_t)b * stride + np[b], &tests);
+                    if (got < 0) {
+                        rc = TS_ENOMEM;
+                        break;
+                    }
+                    if (tests == 0) {
+                        if (b == 0)
+                            R->done = 1;
+                        break;
+                    }
                     active = 1;
-                R->rounds++;
-                np += got;
+                    R->rounds++;
+                    np[b] += got;
+                }
+                frags_free(&g);
             }
             if (rc != TS_OK || !active)
                 break;
+            /* one gather/scatter for the whole batch: the later rounds assume the earlier
+             * tests came out separate, as most do */
             rc = ts_probe_control(F->e, F->err);
-            if (rc == TS_OK)
-                rc = ts_probe_round_rule(F->e, pairs, np, &F->rule, st, F->err);
-            if (rc != TS_OK)
-                break;
-            if (F->nm + np > F->capm) {
-                long cap = F->capm ? F->capm * 2 : 4096;
-                while (cap < F->nm + np)
-                    cap *= 2;
-                meas *m = realloc(F->M, sizeof *m * (size_t)cap);
-                if (!m) {
-                    rc = TS_ENOMEM;
-                    break;
-                }
-                F->M = m;
-                F->capm = cap;
-            }
-            for (int i = 0; i < np; i++) {
-                if (st[i].samples == 0) {
-                    /* a node that never answered anyone is left out of the tree */
-                    if (st[i].flags & TS_PAIR_UNREACHABLE) {
-                        if (F->count[st[i].a] == 0)
-                            F->dead[st[i].a] = 1;
-                        if (F->count[st[i].b] == 0)
-                            F->dead[st[i].b] = 1;
-                    }
-                    continue;
-                }
-                F->count[st[i].a]++;
-                F->count[st[i].b]++;
-                /* the minimum: jitter and outliers only add, as inflation does */
-                F->M[F->nm].a = st[i].a;
-                F->M[F->nm].b = st[i].b;
-                F->M[F->nm++].d = st[i].min_us;
+            for (int b = 0; b < MAX_BATCH && rc == TS_OK && np[b] > 0; b++) {
+                rc = ts_probe_round_rule(F->e, pairs + (size_t)b * stride, np[b], &F->rule, st,
+                                         F->err);
+                if (rc == TS_OK)
+                    rc = store_round(F, st, np[b]);
             }
         }
         if (rc == TS_ELIMIT || rc == TS_OK) {
-            /* emit every region of this depth with the clusters it has (on a deadline this
+            /* emit every region of this depth with the fragments it has (on a deadline this
              * is the best partition so far and the walk stops) */
             int limit = rc == TS_ELIMIT;
-            int *rs = rstart;
             for (int r = 0; r < nr && (rc == TS_OK || rc == TS_ELIMIT); r++) {
-                const int *mem = order + rs[r];
-                int nmem = rs[r + 1] - rs[r];
+                const int *mem = order + rstart[r];
+                int nmem = rstart[r + 1] - rstart[r];
                 if (nmem == 0)
                     continue;
                 int e2 = emit_region(F, first + r, mem, nmem, next_reg, scratch);
@@ -398,6 +648,14 @@ static int fast_run(fast *F)
                 break;
             }
         }
+        /* pairs measured at this depth inside one new region are evidence there too */
+        long kept = 0;
+        for (long k = 0; k < F->nm; k++) {
+            int ra = F->reg[F->M[k].a], rb = F->reg[F->M[k].b];
+            if (ra >= last && ra == rb && !F->dead[F->M[k].a] && !F->dead[F->M[k].b])
+                F->M[kept++] = F->M[k];
+        }
+        F->nm = kept;
         first = last;
     }
 out:
@@ -425,6 +683,9 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.err = err;
     F.n = n;
     F.min_gap = INFINITY;
+    F.batch = BATCH_TOP;
+    F.batch_deep = BATCH_DEEP;
+    F.pad = 1;
     ts_rng_seed_stream(&F.rng, (uint64_t)n * 0x9e3779b97f4a7c15ULL, 0xfa57u);
     /* three samples and their minimum: the decisions compare levels ~10x the jitter apart */
     F.rule = e->rule;
@@ -432,9 +693,12 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.rule.max_samples = 3;
     F.reg = malloc(sizeof(int) * (size_t)n);
     F.uf = malloc(sizeof(int) * (size_t)n);
+    F.kpar = malloc(sizeof(int) * (size_t)n);
+    F.krank = malloc(sizeof(int) * (size_t)n);
+    F.ktime = malloc(sizeof(long) * (size_t)n);
     F.dead = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    int rc = F.reg && F.uf && F.dead && F.count ? TS_OK : TS_ENOMEM;
+    int rc = F.reg && F.uf && F.kpar && F.krank && F.ktime && F.dead && F.count ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
         rc = fast_run(&F);
     if (rc == TS_ELIMIT) {
@@ -461,6 +725,9 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
         rc = ts_fail(err, TS_ENOMEM, "out of memory for %d nodes", n);
     free(F.reg);
     free(F.uf);
+    free(F.kpar);
+    free(F.krank);
+    free(F.ktime);
     free(F.dead);
     free(F.count);
     free(F.R);
