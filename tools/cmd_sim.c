@@ -472,6 +472,15 @@ int cmd_sim(int argc, char **argv)
         goto out;
     write_metrics(&o, f, &discovered, disc_end_us, sim, &truth, &acc, &rep, cpu_s);
     link_stage_metrics(f, &links);
+    if (!acc.tree_exact) {
+        /* which switches were merged or split, for the bench's failure list */
+        char why[1024];
+        ts_accuracy_explain(&truth, &inferred, why, sizeof why);
+        fprintf(f, "explanation: \"");
+        for (const char *c = why; *c; c++)
+            fputs(*c == '"' ? "\\\"" : *c == '\\' ? "\\\\" : *c == '\n' ? " " : (char[2]){*c, 0}, f);
+        fprintf(f, "\"\n");
+    }
     if (cli_close_out("sim", f, o.out, "metrics.yaml"))
         goto out;
     if (link_stage_write(o.out, &inferred, &truth, &links))
