@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # make bench: discovery methods side by side on generated 3-level trees, medians of several
 # seeds, written to bench/RESULTS.md with the machine and commit they were measured on.
-#   BENCH_SEEDS=N   runs per cell (default 5)     BENCH_SIZES="64 256 1024"
+#   BENCH_SEEDS=N   runs per cell (default 5)     BENCH_SIZES="128 1024 8192"
 #   BENCH_METHODS="fast allpairs shirai"           BENCH_PROFILES="ethernet infiniband"
+#   BENCH_IRREGULAR=N irregular trees (default 10)  BENCH_PMM_SEEDS=N (default 3)
+# allpairs and shirai are left out at 8192 nodes (33.5M and ~150k sequential probes: hours of
+# CPU for the simulator) and infiniband runs only up to 1024 nodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${TOPOSCOPE:-build/bin/toposcope}
 seeds=${BENCH_SEEDS:-5}
-sizes=${BENCH_SIZES:-64 256 1024}
+sizes=${BENCH_SIZES:-128 1024 8192}
+nirregular=${BENCH_IRREGULAR:-10}
+pmm_seeds=${BENCH_PMM_SEEDS:-3}
 methods=${BENCH_METHODS:-fast allpairs shirai}
 profiles=${BENCH_PROFILES:-ethernet infiniband}
 work=bench/out
@@ -34,6 +39,9 @@ for size in $sizes; do
     fabric_for "$size" > "$work/fabric-$size.conf"
     for profile in $profiles; do
         for method in $methods; do
+            if [ "$size" -gt 1024 ] && { [ "$method" != fast ] || [ "$profile" != ethernet ]; }; then
+                continue
+            fi
             for seed in $(seq 1 "$seeds"); do
                 out="$work/$size-$profile-$method-$seed"
                 "$bin" sim --fabric "$work/fabric-$size.conf" --profile "$profile" --method "$method" \
@@ -43,13 +51,53 @@ for size in $sizes; do
             done
             m() { for s in $(seq 1 "$seeds"); do field "$1" "$work/$size-$profile-$method-$s/metrics.yaml"; done | median; }
             exact=$(for s in $(seq 1 "$seeds"); do field tree_exact "$work/$size-$profile-$method-$s/metrics.yaml"; done | grep -c true || true)
-            row=$(printf '| %5s | %-10s | %-8s | %9s | %6s | %10s | %9s | %8s | %5s/%-3s | %7s | %8s | %8s |' \
+            row=$(printf '| %5s | %-10s | %-8s | %9s | %6s | %10s | %9s | %8s | %5s/%-3s | %7s | %8s | %8s | %5s | %8s | %8s |' \
                 "$size" "$profile" "$method" "$(m probes)" "$(m rounds)" "$(m sim_time_s)" "$(m cpu_time_s)" \
-                "$(m peak_rss_mb)" "$exact" "$seeds" "$(m leaf_ari)" "$(m shared_link_fp)" "$(m shared_link_fn)")
+                "$(m peak_rss_mb)" "$exact" "$seeds" "$(m leaf_ari)" "$(m shared_link_fp)" "$(m shared_link_fn)" \
+                "$(m link_rounds)" "$(m link_plan_cpu_s)" "$(m link_rel_err_median)")
             rows+=("$row")
             echo "$row"
         done
     done
+done
+
+# PMM's own plan selection on the known tree, for the link columns
+[ -f "$work/fabric-1024.conf" ] || fabric_for 1024 > "$work/fabric-1024.conf"
+for profile in $profiles; do
+    for seed in $(seq 1 "$pmm_seeds"); do
+        out="$work/1024-$profile-pmm-$seed"
+        "$bin" sim --fabric "$work/fabric-1024.conf" --profile "$profile" --method pmm --seed "$seed" \
+            --fabric-seed "$seed" --out "$out" > "$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
+    done
+    m() { for s in $(seq 1 "$pmm_seeds"); do field "$1" "$work/1024-$profile-pmm-$s/metrics.yaml"; done | median; }
+    row=$(printf '| %5s | %-10s | %-8s | %9s | %6s | %10s | %9s | %8s | %5s/%-3s | %7s | %8s | %8s | %5s | %8s | %8s |' \
+        1024 "$profile" pmm - - - - "$(m peak_rss_mb)" "(known)" "$pmm_seeds" - - - \
+        "$(m link_rounds)" "$(m link_plan_cpu_s)" "$(m link_rel_err_median)")
+    rows+=("$row")
+    echo "$row"
+done
+
+# irregular random trees (depth 2-4, fan-out 2-9, leaves of 1-24 nodes): one tree per seed
+irows=()
+fails=()
+for method in fast allpairs; do
+    exact=0
+    for seed in $(seq 1 "$nirregular"); do
+        "$bin" gen --irregular --seed "$seed" > "$work/irregular-$seed.conf"
+        out="$work/irregular-$method-$seed"
+        "$bin" sim --fabric "$work/irregular-$seed.conf" --method "$method" --seed "$seed" \
+            --fabric-seed "$seed" --no-links --out "$out" > "$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
+        if [ "$(field tree_exact "$out/metrics.yaml")" = true ]; then
+            exact=$((exact + 1))
+        else
+            fails+=("- $method, irregular seed $seed ($(field nodes "$out/metrics.yaml") nodes): $(awk -F'"' '/^explanation:/ {print substr($2, 1, 300)}' "$out/metrics.yaml")")
+        fi
+    done
+    m() { for s in $(seq 1 "$nirregular"); do field "$1" "$work/irregular-$method-$s/metrics.yaml"; done | median; }
+    row=$(printf '| irregular | %-8s | %9s | %6s | %10s | %9s | %5s/%-3s |' "$method" "$(m probes)" \
+        "$(m rounds)" "$(m sim_time_s)" "$(m cpu_time_s)" "$exact" "$nirregular")
+    irows+=("$row")
+    echo "$row"
 done
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -66,11 +114,23 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
     echo "(eps 3%, 90% confidence, 3..32 samples). sim_time_s is virtual measurement time including"
     echo "control steps; cpu_time_s is planning and inference CPU time (the simulator's own cost excluded);"
     echo "exact counts the runs whose inferred tree equals the truth (splits after degree-2 reduction)."
-    echo "Fabrics: 64 = 4 pods x 4 leaves x 4 nodes, 256 = 4 x 8 x 8, 1024 = the 16-port 3-tree fat tree"
-    echo "(16 x 8 x 8), node names shuffled. \`fast\` is still the all-pairs plan until issue B lands."
+    echo "Fabrics: the tree abstraction of p-port 3-tree fat trees (p=8: 128 nodes, 16: 1024, 32: 8192),"
+    echo "node names shuffled. link_* columns: the link stage on the tree each method found (pmm: PMM's"
+    echo "plan selection on the known tree, as the seed assumes); link_cpu_s is plan + solve CPU;"
+    echo "link_err is the median relative error of per-link one-way latencies against the truth."
     echo
-    echo "| nodes | profile    | method   |    probes | rounds | sim_time_s | cpu_time_s | rss_mb | exact | leaf_ari | link_fp  | link_fn  |"
-    echo "|------:|------------|----------|----------:|-------:|-----------:|-----------:|-------:|------:|--------:|---------:|---------:|"
+    echo "| nodes | profile    | method   |    probes | rounds | sim_time_s | cpu_time_s | rss_mb | exact | leaf_ari | link_fp  | link_fn  | link_rounds | link_cpu_s | link_err |"
+    echo "|------:|------------|----------|----------:|-------:|-----------:|-----------:|-------:|------:|--------:|---------:|---------:|------:|---------:|---------:|"
     for r in "${rows[@]}"; do echo "$r"; done
+    echo
+    echo "Irregular random trees (\`toposcope gen --irregular --seed 1..$nirregular\`, ethernet), medians:"
+    echo
+    echo "| fabric | method | probes | rounds | sim_time_s | cpu_time_s | exact |"
+    echo "|---|---|--:|--:|--:|--:|--:|"
+    for r in "${irows[@]}"; do echo "$r"; done
+    echo
+    echo "Inexact irregular runs, as the comparison explains them:"
+    echo
+    for r in "${fails[@]}"; do echo "$r"; done
 } > bench/RESULTS.md
 echo "bench: wrote bench/RESULTS.md"
