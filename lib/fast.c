@@ -42,6 +42,8 @@
 
 #define GAP_MIN 0.12        /* a level step is >= ~15% of the same-switch RTT in both profiles */
 #define GAP_NOISE 5.0       /* a gap must also exceed this many sd of the lowest class */
+#define AMBIGUOUS_ROUNDS 24 /* rounds without a cut after which a big region stays merged */
+#define AMBIGUOUS_MIN 48    /* ... "big": more nodes than a tournament would cost rounds */
 #define PICK_TRIES 24       /* random partner fragments tried before a member pads */
 #define SCAN_LIMIT 256      /* below this many open fragments, partners are searched in full */
 #define MAX_BATCH 8         /* rounds planned per gather/scatter step, at most */
@@ -579,7 +581,11 @@ static int fast_run(fast *F)
                     continue;
                 /* a region needs about as many rounds as it has children, never more than
                  * a tournament of its nodes: a safety net against cuts that keep moving */
-                if (R->rounds > 2 * nmem) {
+                if (R->rounds > 2 * nmem ||
+                    (!isfinite(R->cut) && nmem > AMBIGUOUS_MIN && R->rounds >= AMBIGUOUS_ROUNDS)) {
+                    /* no consistent cut after many rounds in a big region: its children cannot
+                     * be told apart by threshold, so it stays one switch (ambiguous) rather
+                     * than a tournament of all its nodes */
                     R->done = 1;
                     continue;
                 }
