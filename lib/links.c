@@ -165,7 +165,7 @@ int ts_link_set_path(const ts_link_set *s, const ts_fabric *tree, int node_a, in
             int id = s->of_vertex[x];
             if (id == TS_NONE)
                 continue;
-            /* insertion into a short sorted list, skipping repeats (chains) */
+            /* insertion into a short sorted list, dropping repeats (chains) */
             int j = n < max ? n : max;
             int dup = 0;
             for (int k = 0; k < j && !dup; k++)

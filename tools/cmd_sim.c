@@ -46,7 +46,7 @@ static void sim_usage(FILE *out)
             "  --link-extra-rounds N\n"
             "                       rounds of extra link-disjoint pairs after the link plan's own rounds\n"
             "                       (default 8; they tighten the estimates of the upper links)\n"
-            "  --no-links           skip the link stage (no links.yaml, no link_* metrics)\n"
+            "  --no-links           leave out the link stage (no links.yaml, no link_* metrics)\n"
             "  --eps X --confidence X --min-samples N --max-samples N\n"
             "                       the stopping rule (defaults 0.03, 0.90, 3, 32)\n"
             "  -h, --help           this text\n"
