@@ -87,8 +87,6 @@ typedef struct fast {
     int *count;             /* answered pairs per node */
     ts_stop_rule rule;
     double min_gap;         /* smallest relative gap accepted anywhere, for the report */
-    int batch, batch_deep;  /* rounds planned per control step: top region, deeper ones */
-    int pad;                /* members without a useful test pair up anyway */
 } fast;
 
 static int uf_find(int *uf, int x)
@@ -328,9 +326,9 @@ static int frags_build(fast *F, frags *g, const int *mem, int nmem, const long *
 /* Plans one round of a region: members of fragments not yet known to be separate meet; the
  * partner is a random free member (so big fragments, whose answers resolve many nodes at once,
  * are met more often). Planned fragment pairs join g->sep, so the next round of a batch tests
- * other ones. With `pad`, members without a useful partner pair up anyway. Returns the number
+ * other ones. Members without a useful partner pair up anyway. Returns the number
  * of pairs written to out, -1 when out of memory; *tests gets the useful ones. */
-static int plan_round(fast *F, frags *g, int pad, ts_pair *out, int *tests)
+static int plan_round(fast *F, frags *g, ts_pair *out, int *tests)
 {
     int nmem = g->nmem;
     *tests = 0;
@@ -389,7 +387,7 @@ static int plan_round(fast *F, frags *g, int pad, ts_pair *out, int *tests)
         }
     }
     *tests = np;
-    if (np > 0 && pad) {
+    if (np > 0) {
         /* everyone else pairs up at random: an evenly loaded region, and near pairs inside
          * fragments double as a consistency check of the cut */
         for (int i = 0; i + 1 < nfree; i += 2) {
@@ -596,10 +594,10 @@ static int fast_run(fast *F)
                     rc = TS_ENOMEM;
                     break;
                 }
-                int batch = first == 0 ? F->batch : F->batch_deep;
+                int batch = first == 0 ? BATCH_TOP : BATCH_DEEP;
                 for (int b = 0; b < batch; b++) {
                     int tests = 0;
-                    int got = plan_round(F, &g, F->pad, pairs + (size_t)b * stride + np[b], &tests);
+                    int got = plan_round(F, &g, pairs + (size_t)b * stride + np[b], &tests);
                     if (got < 0) {
                         rc = TS_ENOMEM;
                         break;
@@ -689,9 +687,6 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.err = err;
     F.n = n;
     F.min_gap = INFINITY;
-    F.batch = BATCH_TOP;
-    F.batch_deep = BATCH_DEEP;
-    F.pad = 1;
     ts_rng_seed_stream(&F.rng, (uint64_t)n * 0x9e3779b97f4a7c15ULL, 0xfa57u);
     /* three samples and their minimum: the decisions compare levels ~10x the jitter apart */
     F.rule = e->rule;
