@@ -10,6 +10,7 @@
 #include <time.h>
 #include <yaml.h>
 #include "tap.h"
+#include "figure2.h"
 #include "toposcope/gen.h"
 #include "toposcope/links.h"
 #include "toposcope/model.h"
@@ -99,28 +100,7 @@ static int link_holding(const ts_link_result *r, int v)
     return -1;
 }
 
-/* ---- (a) PMM's Figure 2 ---- */
-
-/* r1 holds k1, k2, k5, k6 (links l1, l2, l7, l8) and, through l3, a switch r2 that reaches r3
- * through l4; r3 holds k3, k4 (l5, l6). */
-static int build_figure2(ts_fabric *f)
-{
-    ts_error err = {{0}};
-    ts_fabric_init(f);
-    int r1 = ts_fabric_add_vertex(f, "r1", TS_SWITCH, &err);
-    int r2 = ts_fabric_add_vertex(f, "r2", TS_SWITCH, &err);
-    int r3 = ts_fabric_add_vertex(f, "r3", TS_SWITCH, &err);
-    static const char *const on_r1[] = {"k1", "k2", "k5", "k6"}, *const on_r3[] = {"k3", "k4"};
-    int rc = ts_fabric_attach(f, r1, r2, &err) | ts_fabric_attach(f, r2, r3, &err);
-    for (int i = 0; i < 4; i++)
-        rc |= ts_fabric_attach(f, r1, ts_fabric_add_vertex(f, on_r1[i], TS_NODE, &err), &err);
-    for (int i = 0; i < 2; i++)
-        rc |= ts_fabric_attach(f, r3, ts_fabric_add_vertex(f, on_r3[i], TS_NODE, &err), &err);
-    rc |= ts_fabric_finalize(f, &err);
-    if (rc != TS_OK)
-        diag("figure 2: %s", err.text);
-    return rc;
-}
+/* ---- (a) PMM's Figure 2 (figure2.h) ---- */
 
 /* The paper's measured round trips (section 3.2, step d), nodes k1..k6 = indices 0..5. */
 static const double figure2_rtt[6][6] = {
@@ -169,7 +149,7 @@ static void check_figure2(const ts_fabric *f, const ts_link_plan *plan, const ch
 static void test_figure2(void)
 {
     ts_fabric f;
-    if (build_figure2(&f) != TS_OK) {
+    if (build_figure2(&f, NULL, NULL) != TS_OK) {
         ok(0, "figure 2 builds");
         return;
     }
@@ -991,7 +971,7 @@ static void test_errors(void)
     is_int(ts_link_plan_tree(&f, &p, &err), TS_EINPUT, "one node: refused (%s)", err.text);
     ts_fabric_free(&f);
     ts_link_plan_options o = {1, -1};
-    if (build_figure2(&f) == TS_OK) {
+    if (build_figure2(&f, NULL, NULL) == TS_OK) {
         is_int(ts_link_plan_tree_opts(&f, &o, &p, &err), TS_EINPUT, "negative extra rounds refused");
         ts_pair_stats bad = {0};
         bad.a = 0;
