@@ -15,7 +15,7 @@ FUZZ_FLAGS   ?= -timeout=20 -rss_limit_mb=2048 -print_final_stats=1
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) -lyaml -lm
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) -lyaml -lhwloc -lm
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BIN)

@@ -37,7 +37,7 @@ for src in "${targets[@]}"; do
   name=$(basename "$src" .c)
   corpus=tests/fuzz/corpus/$name
   bin=$work/$name
-  if ! "$CC" "${FLAGS[@]}" -o "$bin" "$src" "$work"/obj/*.o -lyaml -lm 2> "$work/$name.log"; then
+  if ! "$CC" "${FLAGS[@]}" -o "$bin" "$src" "$work"/obj/*.o -lyaml -lhwloc -lm 2> "$work/$name.log"; then
     echo "not ok $n - $name builds"
     sed 's/^/# /' "$work/$name.log" | head -20
     continue
