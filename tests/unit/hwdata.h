@@ -23,6 +23,19 @@ static inline const char *test_data(const char *sub, const char *file)
     return out;
 }
 
+/* A path relative to the repo root (policies/, ...), wherever the test runs from. */
+static inline const char *test_repo(const char *rel)
+{
+    static char path[1200];
+    struct stat st;
+    if (stat("tests/data", &st) == 0)
+        return rel;
+    const char *slash = strrchr(__FILE__, '/');
+    int dirlen = slash ? (int)(slash - __FILE__) : 1;
+    snprintf(path, sizeof path, "%.*s/../../%s", dirlen, slash ? __FILE__ : ".", rel);
+    return path;
+}
+
 /* A fabric from topology.conf text; aborts the test program on a broken literal. */
 static inline void test_fabric(ts_fabric *f, const char *conf)
 {

@@ -1,0 +1,69 @@
+/* toposcope — placement and anomaly policies (YAML, doc/policy.md).
+ *
+ *   placement:
+ *     kind: block            # compact | spread | block | measure-only
+ *     block_size: 8          # block only: ranks per block on one leaf switch
+ *     ranks_per_node: 0      # at most this many ranks on a node (0: as many as its cores hold)
+ *     ranks_per_core: 1      # ranks sharing one core (only with cpus_per_rank 1)
+ *     cpus_per_rank: 1       # cores bound to each rank
+ *   mpi:
+ *     export_mca: true       # export OMPI_MCA_rmaps_rank_file_path
+ *   measure:
+ *     time_budget_ms: 2000   # the prolog's hard measurement budget
+ *   anomaly:
+ *     threshold_pct: 25      # a link is anomalous above baseline * (1 + pct/100) ...
+ *     threshold_us: 5        # ... and baseline + us
+ *   drain:                   # optional
+ *     jobs: 3                # drain a node after anomalies in this many jobs ...
+ *     hours: 24              # ... within this many hours
+ *
+ * Every key is optional except placement.kind. Unknown keys, wrong types and out-of-range values
+ * are refused with FILE:LINE:COLUMN, the key and the allowed values. */
+#ifndef TOPOSCOPE_POLICY_H
+#define TOPOSCOPE_POLICY_H
+
+#include <stddef.h>
+#include "toposcope/error.h"
+
+#define TS_POLICY_MAX_BYTES (64 * 1024)
+#define TS_POLICY_NAME_MAX 64
+#define TS_POLICY_MAX_BLOCK 65536
+#define TS_POLICY_MAX_RANKS_PER_NODE 65536
+#define TS_POLICY_MAX_RANKS_PER_CORE 64
+#define TS_POLICY_MAX_CPUS_PER_RANK 4096
+
+typedef enum ts_placement_kind {
+    TS_PLACE_COMPACT = 0,
+    TS_PLACE_SPREAD,
+    TS_PLACE_BLOCK,
+    TS_PLACE_MEASURE_ONLY,
+} ts_placement_kind;
+
+typedef struct ts_policy {
+    char name[TS_POLICY_NAME_MAX];   /* the file's name without .yaml, or `name:` */
+    ts_placement_kind kind;
+    int block_size;                  /* block: K >= 1; others 0 */
+    int ranks_per_node;              /* 0 = no limit */
+    int ranks_per_core;              /* >= 1 */
+    int cpus_per_rank;               /* >= 1 */
+    int export_mca;
+    double time_budget_ms;
+    double anomaly_pct;
+    double anomaly_us;
+    int drain;                       /* the drain block is present */
+    int drain_jobs;
+    double drain_hours;
+} ts_policy;
+
+/* The defaults every key falls back to (compact, one core per rank, 2 s budget, 25% and 5 us). */
+void ts_policy_default(ts_policy *p);
+const char *ts_placement_kind_name(ts_placement_kind kind);
+
+/* Parse text (len bytes). `source` names the input in messages. p is written only on success. */
+int ts_policy_parse(ts_policy *p, const char *text, size_t len, const char *source, ts_error *err);
+int ts_policy_load_file(ts_policy *p, const char *path, ts_error *err);
+/* NAME (letters, digits, '-', '_') is looked up as NAME.yaml in each directory of dirs (a
+ * NULL-terminated list); anything containing '/' or ending in ".yaml" is a file. */
+int ts_policy_load(ts_policy *p, const char *name_or_file, const char *const *dirs, ts_error *err);
+
+#endif
