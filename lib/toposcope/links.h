@@ -141,7 +141,8 @@ int ts_link_solve(const ts_fabric *tree, const ts_pair_stats *pairs, int npairs,
 /* Each estimated link mapped onto the truth fabric by node sets: an estimated link splits the
  * nodes in two, and so does every truth link; the truth links with the same split (a chain when
  * the truth has degree-2 switches) are its names. truth_us sums their one-way latencies, a
- * node's access link counted as link_us + host_us / 4 (the pendant). NAN when nothing matches
+ * node's access link counted as link_us + (its mean host part + mean jitter) / 4 (the pendant:
+ * what the node adds to every round trip on average, see linkreport.c). NAN when nothing matches
  * (the inferred tree has a split the truth does not). */
 typedef struct ts_link_truth {
     int nlinks;
