@@ -59,6 +59,7 @@ typedef struct region {
     int vert;               /* the switch vertex of this subtree in the output tree */
     int rounds;
     int done;
+    int ambiguous;          /* big, and no cut after AMBIGUOUS_ROUNDS: kept as one switch */
     double cut;             /* RTT between near and far pairs; NAN = star */
     double typical;         /* median RTT of the region's pairs (the star's level) */
 } region;
@@ -85,6 +86,8 @@ typedef struct fast {
     int *kpar, *krank;      /* Kruskal forest (union by rank, no compression) */
     long *ktime;            /* edge index that linked a node to its parent */
     int *count;             /* answered pairs per node */
+    int *ambiguous;         /* a node of each ambiguous region, for the report */
+    int nambiguous, capambiguous;
     ts_stop_rule rule;
     double min_gap;         /* smallest relative gap accepted anywhere, for the report */
 } fast;
@@ -452,6 +455,19 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
         if (size[rt] == 1 || nmem <= 2) {
             if (ts_utree_add(F->t, F->R[ri].vert, h, x) < 0)
                 return TS_ENOMEM;
+            if (F->R[ri].ambiguous) {
+                /* its first node names the switch in the report */
+                F->R[ri].ambiguous = 0;
+                if (F->nambiguous == F->capambiguous) {
+                    int cap = F->capambiguous ? 2 * F->capambiguous : 8;
+                    int *a = realloc(F->ambiguous, sizeof(int) * (size_t)cap);
+                    if (!a)
+                        return TS_ENOMEM;
+                    F->ambiguous = a;
+                    F->capambiguous = cap;
+                }
+                F->ambiguous[F->nambiguous++] = x;
+            }
             next_reg[x] = -1;
             continue;
         }
@@ -585,6 +601,7 @@ static int fast_run(fast *F)
                      * be told apart by threshold, so it stays one switch (ambiguous) rather
                      * than a tournament of all its nodes */
                     R->done = 1;
+                    R->ambiguous = !isfinite(R->cut);
                     continue;
                 }
                 frags g;
@@ -719,6 +736,9 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
                     if (F.dead[i] || F.count[i] == 0)
                         rep->unmeasured[rep->nunmeasured++] = i;
         }
+        rep->ambiguous = F.ambiguous;
+        rep->nambiguous = F.nambiguous;
+        F.ambiguous = NULL;
         rep->tol_us = isfinite(F.min_gap) ? F.min_gap : 0;
         rep->reference = 0;
     }
@@ -733,6 +753,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.count);
     free(F.R);
     free(F.M);
+    free(F.ambiguous);
     if (rc != TS_OK) {
         ts_utree_free(tree);
         ts_infer_report_free(rep);

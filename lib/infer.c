@@ -15,6 +15,9 @@ void ts_infer_report_free(ts_infer_report *r)
     free(r->unmeasured);
     r->unmeasured = NULL;
     r->nunmeasured = 0;
+    free(r->ambiguous);
+    r->ambiguous = NULL;
+    r->nambiguous = 0;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -204,8 +204,8 @@ static int parse_options(int argc, char **argv, sim_options *o)
 
 /* e: the engine as discovery left it (the link stage runs on after disc_end_us). */
 static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e, double disc_end_us,
-                         const ts_sim *sim, const ts_fabric *truth, const ts_accuracy *acc,
-                         const ts_infer_report *rep, double cpu_s)
+                         const ts_sim *sim, const ts_fabric *truth, const ts_fabric *inferred,
+                         const ts_accuracy *acc, const ts_infer_report *rep, double cpu_s)
 {
     double sim_time_s = (disc_end_us - e->start_us) * 1e-6;
     double total_s = (ts_sim_now_us(sim) - e->start_us) * 1e-6;
@@ -234,6 +234,14 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
     fprintf(m, "unmeasured_nodes: [");
     for (int i = 0; i < rep->nunmeasured; i++)
         fprintf(m, "%s\"%s\"", i ? ", " : "", truth->v[truth->node_vertex[rep->unmeasured[i]]].name);
+    fprintf(m, "]\n");
+    /* a switch kept whole because its children could not be told apart, by its inferred name */
+    fprintf(m, "ambiguous_switches: [");
+    for (int i = 0; i < rep->nambiguous; i++) {
+        int v = ts_fabric_find(inferred, truth->v[truth->node_vertex[rep->ambiguous[i]]].name);
+        int sw = v >= 0 ? inferred->v[v].parent : TS_NONE;
+        fprintf(m, "%s\"%s\"", i ? ", " : "", sw != TS_NONE ? inferred->v[sw].name : "?");
+    }
     fprintf(m, "]\n");
     return 0;
 }
@@ -471,7 +479,7 @@ int cmd_sim(int argc, char **argv)
         goto out;
     if (!(f = cli_open_out("sim", o.out, "metrics.yaml")))
         goto out;
-    write_metrics(&o, f, &discovered, disc_end_us, sim, &truth, &acc, &rep, cpu_s);
+    write_metrics(&o, f, &discovered, disc_end_us, sim, &truth, &inferred, &acc, &rep, cpu_s);
     link_stage_metrics(f, &links);
     if (!acc.tree_exact) {
         /* which switches were merged or split, for the bench's failure list */

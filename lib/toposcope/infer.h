@@ -48,6 +48,8 @@ typedef struct ts_infer_report {
     int reference;           /* node the Gromov products were taken from */
     int nunmeasured;         /* nodes without any distance: left out of the tree */
     int *unmeasured;         /* their indices (malloc'd; free with ts_infer_report_free) */
+    int nambiguous;          /* switches whose children could not be told apart: kept as one */
+    int *ambiguous;          /* one node hanging from each (malloc'd), naming the switch */
 } ts_infer_report;
 
 void ts_infer_report_free(ts_infer_report *r);

@@ -104,6 +104,68 @@ static void test_small_budget(void)
     ts_fabric_free(&f);
 }
 
+/* 8 leaf switches of 8 nodes whose uplinks cost nothing and carry load for free: no round trip
+ * can tell a node's leaf mates from the others, so the 64 nodes stay below one switch and that
+ * switch is reported as ambiguous instead of split by guesswork. With real uplinks the same
+ * fabric is exact and nothing is ambiguous. */
+static void test_ambiguous(void)
+{
+    static const int fan[] = {8, 8};
+    for (int hidden = 0; hidden < 2; hidden++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        ts_model_params p;
+        ts_model m;
+        ts_sim *sim = NULL;
+        ts_probe_engine e;
+        ts_utree t;
+        ts_infer_report rep;
+        memset(&rep, 0, sizeof rep);
+        ts_fabric_init(&f);
+        int rc = ts_gen_regular(&f, fan, 2, 3, &err);
+        if (rc == TS_OK)
+            rc = ts_model_params_profile(&p, "ethernet", &err);
+        if (rc == TS_OK && hidden) {
+            p.level[1].latency_us = 0;
+            p.flow_penalty_us = 0;
+        }
+        if (rc == TS_OK)
+            rc = ts_model_realize(&m, &f, &p, 3, NULL, 0, &err);
+        if (rc == TS_OK)
+            rc = ts_sim_create(&sim, &f, &m, 11, &err);
+        if (rc == TS_OK)
+            rc = ts_probe_engine_init(&e, ts_sim_transport(sim), NULL, 0, &err);
+        if (rc == TS_OK)
+            rc = ts_discover_fast(&e, &t, &rep, &err);
+        ok(rc == TS_OK, "%s uplinks: discovery runs (%s)", hidden ? "invisible" : "real", err.text);
+        if (rc != TS_OK)
+            continue;
+        int star = 0;      /* nodes hanging from the switch the report names */
+        if (rep.nambiguous == 1) {
+            int v0 = -1;
+            for (int v = 0; v < t.nvert; v++)
+                if (t.node[v] == rep.ambiguous[0])
+                    v0 = v;
+            for (int v = 0; v0 >= 0 && v < t.nvert; v++)
+                star += t.node[v] != TS_NONE && t.parent[v] == t.parent[v0];
+        }
+        if (hidden) {
+            is_int(rep.nambiguous, 1, "invisible uplinks: one ambiguous switch");
+            is_int(star, 64, "invisible uplinks: all 64 nodes hang from it");
+        } else {
+            is_int(rep.nambiguous, 0, "real uplinks: nothing ambiguous");
+            is_int(tree_nodes(&t), 64, "real uplinks: every node in the tree");
+        }
+        ts_utree_free(&t);
+        ts_infer_report_free(&rep);
+        ts_probe_engine_free(&e);
+        ts_sim_free(sim);
+        ts_model_free(&m);
+        ts_model_params_free(&p);
+        ts_fabric_free(&f);
+    }
+}
+
 static void sweep(int seeds, int p, const char *profile)
 {
     for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
@@ -135,5 +197,6 @@ int main(void)
     test_fat_tree_1024("infiniband", 10);
     test_irregular();
     test_small_budget();
+    test_ambiguous();
     return done_testing();
 }
