@@ -17,6 +17,8 @@ static void usage(FILE *out)
             "commands:\n"
             "  sim     simulate a fabric, run a discovery method on it, write the inferred tree\n"
             "  gen     write a generated fabric (fat tree, regular or irregular tree) as topology.conf\n"
+            "  place   merge the switch tree with each node's hwloc tree, place ranks by a policy,\n"
+            "          write rankfile, hostfile, machinefile and hierarchy hints\n"
             "\n"
             "Run 'toposcope COMMAND --help' for the options of a command.\n");
 }
@@ -36,6 +38,8 @@ int main(int argc, char **argv)
         return cmd_sim(argc - 1, argv + 1);
     if (!strcmp(cmd, "gen"))
         return cmd_gen(argc - 1, argv + 1);
+    if (!strcmp(cmd, "place"))
+        return cmd_place(argc - 1, argv + 1);
     fprintf(stderr, "toposcope: unknown command '%s'\n", cmd);
     usage(stderr);
     return CLI_USAGE;
