@@ -359,28 +359,43 @@ typedef struct rank_span {
     int count, lo, hi;
 } rank_span;
 
-/* Per vertex the ranks below it: each rank counted once at its first core and every ancestor,
- * and at each of its other cores. */
+/* Per vertex the ranks below it: a rank counts at each of its cores and, through its first
+ * core, at every ancestor. One pass puts ranks on cores, a second pass (vertices are stored
+ * parents first, so backwards is children first) carries them up sequentially: walking up per
+ * rank would jump around the whole hierarchy for every rank of a spread placement. */
+static void span_add(rank_span *x, int count, int lo, int hi)
+{
+    x->count += count;
+    x->lo = lo < x->lo ? lo : x->lo;
+    x->hi = hi > x->hi ? hi : x->hi;
+}
+
 static rank_span *rank_spans(const ts_hierarchy *h, const ts_placement *pl)
 {
     rank_span *s = malloc(sizeof *s * (size_t)(h->nvert + 1));
-    if (!s)
+    rank_span *up = malloc(sizeof *up * (size_t)(h->nvert + 1));
+    if (!s || !up) {
+        free(s);
+        free(up);
         return NULL;
+    }
     for (int i = 0; i < h->nvert; i++)
-        s[i] = (rank_span){ 0, INT_MAX, -1 };
+        s[i] = up[i] = (rank_span){ 0, INT_MAX, -1 };
     for (int r = 0; pl && r < pl->nranks; r++) {
         int n, node = pl->rank[r].node;
         const int *cores = ts_placement_cores(pl, r, &n);
-        for (int k = 0; k < n; k++) {
-            int v = ts_hierarchy_core_vertex(h, node, cores[k]);
-            for (; v != TS_NONE; v = k ? TS_NONE : h->v[v].parent) {
-                rank_span *x = &s[v];
-                x->count++;
-                x->lo = r < x->lo ? r : x->lo;
-                x->hi = r > x->hi ? r : x->hi;
-            }
-        }
+        for (int k = 0; k < n; k++)
+            span_add(&s[ts_hierarchy_core_vertex(h, node, cores[k])], 1, r, r);
+        span_add(&up[ts_hierarchy_core_vertex(h, node, cores[0])], 1, r, r);
     }
+    for (int v = h->nvert - 1; v >= 0; v--) {
+        if (!(h->v[v].kinds & TS_HK_BIT(TS_HK_CORE)))
+            s[v] = up[v];
+        int p = h->v[v].parent;
+        if (p != TS_NONE && up[v].count)
+            span_add(&up[p], up[v].count, up[v].lo, up[v].hi);
+    }
+    free(up);
     return s;
 }
 

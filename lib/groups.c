@@ -61,40 +61,80 @@ static int switch_group(const ts_fabric *f, int node, int k)
     return x;
 }
 
+/* Where each usable core of a template finds its package, NUMA, L3 and core group: template
+ * indices (-1 where the node lacks the level), 4 per core. Looked up per rank instead of walking
+ * the hierarchy, which a spread placement would visit in random order. */
+static int *template_keys(const ts_hier_template *t)
+{
+    int ncores = t->hw->ncores;
+    int *keys = malloc(sizeof(int) * (size_t)(4 * ncores + 1));
+    if (!keys)
+        return NULL;
+    for (int c = 0; c < ncores; c++) {
+        int *k = keys + 4 * c;
+        k[0] = k[1] = k[2] = k[3] = -1;
+        for (int v = t->core_vertex[c]; v >= 0; v = t->v[v].parent)
+            for (int i = 0; i < 4; i++)
+                if ((t->v[v].kinds & TS_HK_BIT(intra_kinds[i + 1])) && k[i] < 0)
+                    k[i] = v;
+    }
+    return keys;
+}
+
+typedef struct key_tables {
+    int nnet;                /* switch levels */
+    int *net;                /* nnodes x nnet: fabric vertex of the group */
+    int **tmpl;              /* per template: template_keys() */
+} key_tables;
+
 /* A member's group key at every level: fabric vertices for switch levels, hierarchy vertices
  * below (both fit one key space by offsetting the hierarchy by the fabric's size). */
 static void member_keys(const ts_groups *g, const ts_hierarchy *h, const ts_placement *pl,
-                        int member, int *key)
+                        const key_tables *kt, int member, int *key)
 {
-    const ts_fabric *f = h->fabric;
     int node = pl ? pl->rank[member].node : member;
-    int off = f->nvert, intra_at = -1;
-    for (int l = 0; l < g->nlevels; l++) {
-        if (g->level[l].kind == TS_HK_SWITCH)
-            key[l] = l == 0 ? f->root : switch_group(f, node, g->level[l].height);
-        else if (intra_at < 0)
-            intra_at = l;
-    }
-    if (intra_at < 0)
+    int off = h->fabric->nvert;
+    memcpy(key, kt->net + (size_t)node * kt->nnet, sizeof(int) * (size_t)kt->nnet);
+    if (kt->nnet == g->nlevels)
         return;
-    key[intra_at] = off + h->node_vertex[node];
+    int at = kt->nnet, nv = h->node_vertex[node];
+    key[at] = off + nv;
     if (!pl)
         return;
     int ncores;
     const int *cores = ts_placement_cores(pl, member, &ncores);
-    int found[TS_HK_COUNT];
-    for (int k = 0; k < TS_HK_COUNT; k++)
-        found[k] = -1;
-    for (int v = ts_hierarchy_core_vertex(h, node, cores[0]); v != TS_NONE && h->v[v].node == node;
-         v = h->v[v].parent)
-        for (int k = TS_HK_PACKAGE; k < TS_HK_COUNT; k++)
-            if ((h->v[v].kinds & TS_HK_BIT(k)) && found[k] < 0)
-                found[k] = v;
+    const int *tk = kt->tmpl[h->node_template[node]] + 4 * cores[0];
     /* a level the node lacks takes the group of the level out of it */
-    for (int i = 1; i < 5; i++) {
-        int v = found[intra_kinds[i]];
-        key[intra_at + i] = v >= 0 ? off + v : key[intra_at + i - 1];
-    }
+    for (int i = 0; i < 4; i++)
+        key[at + 1 + i] = tk[i] >= 0 ? off + nv + 1 + tk[i] : key[at + i];
+}
+
+static void key_tables_free(key_tables *kt, int ntemplates)
+{
+    for (int k = 0; kt->tmpl && k < ntemplates; k++)
+        free(kt->tmpl[k]);
+    free(kt->tmpl);
+    free(kt->net);
+    memset(kt, 0, sizeof *kt);
+}
+
+static int key_tables_build(key_tables *kt, const ts_groups *g, const ts_hierarchy *h)
+{
+    const ts_fabric *f = h->fabric;
+    memset(kt, 0, sizeof *kt);
+    while (kt->nnet < g->nlevels && g->level[kt->nnet].kind == TS_HK_SWITCH)
+        kt->nnet++;
+    kt->net = malloc(sizeof(int) * (size_t)(h->nnodes * kt->nnet + 1));
+    kt->tmpl = calloc((size_t)h->ntemplates + 1, sizeof *kt->tmpl);
+    if (!kt->net || !kt->tmpl)
+        return TS_ENOMEM;
+    for (int n = 0; n < h->nnodes; n++)
+        for (int l = 0; l < kt->nnet; l++)
+            kt->net[n * kt->nnet + l] = l == 0 ? f->root : switch_group(f, n, g->level[l].height);
+    for (int k = 0; k < h->ntemplates; k++)
+        if (!(kt->tmpl[k] = template_keys(&h->templates[k])))
+            return TS_ENOMEM;
+    return TS_OK;
 }
 
 int ts_groups_compute(ts_groups *g, const ts_hierarchy *h, const ts_placement *pl, ts_error *err)
@@ -109,19 +149,23 @@ int ts_groups_compute(ts_groups *g, const ts_hierarchy *h, const ts_placement *p
     g->nmembers = pl ? pl->nranks : h->nnodes;
     size_t cells = (size_t)g->nmembers * (size_t)g->nlevels;
     int nkeys = f->nvert + h->nvert;
+    key_tables kt;
     g->group = malloc(sizeof(int) * (cells ? cells : 1));
     g->leader = malloc(cells ? cells : 1);
     int *id = malloc(sizeof(int) * (size_t)nkeys);
     int *stamp = calloc((size_t)nkeys, sizeof(int));
-    if (!g->group || !g->leader || !id || !stamp) {
+    int rc = key_tables_build(&kt, g, h);
+    if (!g->group || !g->leader || !id || !stamp || rc != TS_OK) {
         free(id);
         free(stamp);
+        key_tables_free(&kt, h->ntemplates);
         ts_groups_free(g);
         return ts_fail(err, TS_ENOMEM, "out of memory");
     }
     /* keys first (into the group array), then dense ids per level in member order */
     for (int m = 0; m < g->nmembers; m++)
-        member_keys(g, h, pl, m, g->group + (size_t)m * g->nlevels);
+        member_keys(g, h, pl, &kt, m, g->group + (size_t)m * g->nlevels);
+    key_tables_free(&kt, h->ntemplates);
     for (int l = 0; l < g->nlevels; l++) {
         int next = 0;
         for (int m = 0; m < g->nmembers; m++) {
