@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# toposcope place against real Open MPI on the emulated cluster (TAP): 8 nodes on etc/demo, this
+# machine's hwloc tree for each, 16 ranks with the spread and compact policies; mpirun inside an
+# sbatch job takes each rankfile, and --report-bindings shows every rank on the node and core
+# the rankfile asked for. Bounded like tests/testbed.t: timeouts, a watchdog, down on every exit.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+. "$REPO/tests/testbed/lib.sh"
+
+FABRIC=$REPO/etc/demo/topology.conf
+PARAMS=$REPO/etc/demo/params.yaml
+BIN=$TB_BUILD/bin/toposcope
+export SLURM_CONF=$TB_CONF
+
+n=0
+ok() {
+  n=$((n + 1))
+  if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
+}
+diag() { sed 's/^/# /'; }
+
+echo "1..7"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "Bail out! the testbed needs root (namespaces, TAP devices, daemons)"
+  exit 1
+fi
+for bin in "$TB_FABEMU" "$TB_UDPING" "$BIN"; do
+  [ -x "$bin" ] || { echo "Bail out! $bin is missing (make)"; exit 1; }
+done
+
+tb_session_lock 900
+work=$(mktemp -d /var/tmp/toposcope-place-t.XXXXXX)
+( exec 9>&-; sleep 420 & s=$!; trap 'kill $s; exit 0' TERM; wait $s
+  echo "# watchdog: the test ran for 7 minutes" >&2; kill -TERM $$ ) &
+watchdog=$!
+cleanup() {
+  kill "$watchdog" 2>/dev/null
+  timeout 120 "$TB_DIR/down" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' TERM INT
+
+timeout 180 "$TB_DIR/up" "$FABRIC" "$PARAMS" > "$work/up.out" 2>&1
+rc=$?
+ok $rc "up brings the 8-node testbed up"
+if [ $rc -ne 0 ]; then
+  diag < "$work/up.out"
+  echo "Bail out! the testbed did not come up"
+  exit 1
+fi
+
+# The job directory must be visible to every node: the state dir is outside /tmp.
+jobdir=$TB_STATE/jobs/place-t.$$
+mkdir -p "$jobdir"
+
+# PLACEMENT: run toposcope place, then mpirun with its rankfile in one sbatch job; compare.
+check_policy() {   # POLICY
+  local policy=$1 out=$jobdir/$1
+  "$BIN" place --tree "$FABRIC" --policy "$policy" --ranks 16 --out "$out" --no-svg > "$work/place.out" 2>&1
+  local placed=$?
+  ok $placed "toposcope place --policy $policy: 16 ranks on 8 nodes of this machine's cores"
+  [ $placed -eq 0 ] || diag < "$work/place.out"
+  cat > "$out/job.sh" <<'EOF'
+#!/bin/bash
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+exec mpirun -np 16 --rankfile rankfile --report-bindings --mca btl tcp,self \
+  --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
+  sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK node=$(hostname)"'
+EOF
+  (cd "$out" && timeout 150 sbatch --wait -N8 --ntasks-per-node=2 -t 2 -o "$out/out.txt" job.sh) > "$work/sbatch.out" 2>&1
+  local rc=$? bad=0
+  # every rankfile line: "rank R=HOST slot=0:C" -> bound to socket 0[core C[hwt 0]] on HOST
+  while read -r _ spec slotspec; do
+    local r=${spec%%=*} host=${spec#*=} core=${slotspec##*:}
+    grep -qE "^\[$host:[0-9]+\] MCW rank $r bound to socket 0\[core $core\[hwt 0\]\]" "$out/out.txt" 2>/dev/null &&
+      grep -qx "rank=$r node=$host" "$out/out.txt" || { bad=1; echo "rank $r: wanted $host core $core"; }
+  done < "$out/rankfile" > "$work/mismatch.txt"
+  ok $((rc | bad)) "mpirun --rankfile ($policy): all 16 ranks run on the node and core the rankfile names"
+  [ $((rc | bad)) -eq 0 ] || { cat "$work/sbatch.out" "$work/mismatch.txt" "$out/out.txt" 2>/dev/null | head -40 | diag; }
+}
+check_policy spread
+check_policy compact
+# spread alternates the two leaf switches: ranks 0 and 1 on different leaves of etc/demo
+sed -n 1,2p "$jobdir/spread/hostfile" | tr '\n' ' ' | grep -qx "node1 node5 "
+ok $? "spread puts ranks 0 and 1 under different leaf switches (node1, node5)"
+rm -rf "$jobdir"
+
+timeout 120 "$TB_DIR/down" > "$work/down.out" 2>&1
+ok $? "down"
