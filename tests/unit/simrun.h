@@ -15,6 +15,7 @@ typedef struct run {
     ts_accuracy acc;
     ts_probe_counters count;
     int partial, nunmeasured, nodes_in_tree;
+    int nambiguous, ambiguous_nodes;   /* ambiguous switches; nodes below the first */
     double tol_us, budget_used_us, budget_us;
 } run;
 
@@ -33,27 +34,35 @@ static int tree_nodes(const ts_utree *t)
     return k;
 }
 
-/* Simulate `truth` under profile (exact = no jitter), run one discovery method through the probe
- * engine, and compare the inferred tree with the truth. */
 typedef int (*discover_fn)(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err);
 
-static run simulate_method(discover_fn discover, const char *what, ts_fabric *truth, const char *profile, int exact, uint64_t seed, double budget_us)
+/* Nodes hanging from the switch that node `node` hangs from in t. */
+static int siblings_of(const ts_utree *t, int node)
+{
+    int v0 = -1, k = 0;
+    for (int v = 0; v < t->nvert; v++)
+        if (t->node[v] == node)
+            v0 = v;
+    for (int v = 0; v0 >= 0 && v < t->nvert; v++)
+        k += t->node[v] != TS_NONE && t->parent[v] == t->parent[v0];
+    return k;
+}
+
+/* Simulate `truth` under the parameters p, run one discovery method through the probe engine,
+ * and compare the inferred tree with the truth. */
+static run simulate_method_params(discover_fn discover, const char *what, ts_fabric *truth,
+                                  const ts_model_params *p, uint64_t seed, double budget_us)
 {
     run r;
     memset(&r, 0, sizeof r);
     ts_error err = {{0}};
-    ts_model_params p;
     ts_model m;
     ts_sim *sim = NULL;
     ts_probe_engine e;
     ts_utree t;
     ts_infer_report rep;
     memset(&rep, 0, sizeof rep);
-    r.rc = ts_model_params_profile(&p, profile, &err);
-    if (exact)
-        zero_jitter(&p);
-    if (r.rc == TS_OK)
-        r.rc = ts_model_realize(&m, truth, &p, seed, NULL, 0, &err);
+    r.rc = ts_model_realize(&m, truth, p, seed, NULL, 0, &err);
     if (r.rc == TS_OK)
         r.rc = ts_sim_create(&sim, truth, &m, seed * 7 + 1, &err);
     if (r.rc == TS_OK)
@@ -67,6 +76,8 @@ static run simulate_method(discover_fn discover, const char *what, ts_fabric *tr
         r.count = e.count;
         r.partial = e.partial;
         r.nunmeasured = rep.nunmeasured;
+        r.nambiguous = rep.nambiguous;
+        r.ambiguous_nodes = rep.nambiguous ? siblings_of(&t, rep.ambiguous[0]) : 0;
         r.tol_us = rep.tol_us;
         r.nodes_in_tree = tree_nodes(&t);
         r.budget_used_us = ts_probe_now(&e) - e.start_us;
@@ -88,6 +99,24 @@ static run simulate_method(discover_fn discover, const char *what, ts_fabric *tr
     ts_probe_engine_free(&e);
     ts_sim_free(sim);
     ts_model_free(&m);
+    return r;
+}
+
+/* The same under a built-in profile (exact = no jitter). */
+static run simulate_method(discover_fn discover, const char *what, ts_fabric *truth, const char *profile, int exact, uint64_t seed, double budget_us)
+{
+    ts_model_params p;
+    ts_error err = {{0}};
+    if (ts_model_params_profile(&p, profile, &err) != TS_OK) {
+        run r;
+        memset(&r, 0, sizeof r);
+        r.rc = TS_EINPUT;
+        diag("setup: %s", err.text);
+        return r;
+    }
+    if (exact)
+        zero_jitter(&p);
+    run r = simulate_method_params(discover, what, truth, &p, seed, budget_us);
     ts_model_params_free(&p);
     return r;
 }

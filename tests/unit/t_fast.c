@@ -115,52 +115,26 @@ static void test_ambiguous(void)
         ts_fabric f;
         ts_error err = {{0}};
         ts_model_params p;
-        ts_model m;
-        ts_sim *sim = NULL;
-        ts_probe_engine e;
-        ts_utree t;
-        ts_infer_report rep;
-        memset(&rep, 0, sizeof rep);
         ts_fabric_init(&f);
-        int rc = ts_gen_regular(&f, fan, 2, 3, &err);
-        if (rc == TS_OK)
-            rc = ts_model_params_profile(&p, "ethernet", &err);
-        if (rc == TS_OK && hidden) {
+        if (ts_gen_regular(&f, fan, 2, 3, &err) != TS_OK ||
+            ts_model_params_profile(&p, "ethernet", &err) != TS_OK) {
+            ok(0, "setup: %s", err.text);
+            ts_fabric_free(&f);
+            continue;
+        }
+        if (hidden) {
             p.level[1].latency_us = 0;
             p.flow_penalty_us = 0;
         }
-        if (rc == TS_OK)
-            rc = ts_model_realize(&m, &f, &p, 3, NULL, 0, &err);
-        if (rc == TS_OK)
-            rc = ts_sim_create(&sim, &f, &m, 11, &err);
-        if (rc == TS_OK)
-            rc = ts_probe_engine_init(&e, ts_sim_transport(sim), NULL, 0, &err);
-        if (rc == TS_OK)
-            rc = ts_discover_fast(&e, &t, &rep, &err);
-        ok(rc == TS_OK, "%s uplinks: discovery runs (%s)", hidden ? "invisible" : "real", err.text);
-        if (rc != TS_OK)
-            continue;
-        int star = 0;      /* nodes hanging from the switch the report names */
-        if (rep.nambiguous == 1) {
-            int v0 = -1;
-            for (int v = 0; v < t.nvert; v++)
-                if (t.node[v] == rep.ambiguous[0])
-                    v0 = v;
-            for (int v = 0; v0 >= 0 && v < t.nvert; v++)
-                star += t.node[v] != TS_NONE && t.parent[v] == t.parent[v0];
-        }
+        run r = simulate_method_params(ts_discover_fast, "fast", &f, &p, 3, 0);
+        ok(r.rc == TS_OK, "%s uplinks: discovery runs", hidden ? "invisible" : "real");
         if (hidden) {
-            is_int(rep.nambiguous, 1, "invisible uplinks: one ambiguous switch");
-            is_int(star, 64, "invisible uplinks: all 64 nodes hang from it");
+            is_int(r.nambiguous, 1, "invisible uplinks: one ambiguous switch");
+            is_int(r.ambiguous_nodes, 64, "invisible uplinks: all 64 nodes hang from it");
         } else {
-            is_int(rep.nambiguous, 0, "real uplinks: nothing ambiguous");
-            is_int(tree_nodes(&t), 64, "real uplinks: every node in the tree");
+            is_int(r.nambiguous, 0, "real uplinks: nothing ambiguous");
+            ok(r.acc.tree_exact, "real uplinks: the tree is exact");
         }
-        ts_utree_free(&t);
-        ts_infer_report_free(&rep);
-        ts_probe_engine_free(&e);
-        ts_sim_free(sim);
-        ts_model_free(&m);
         ts_model_params_free(&p);
         ts_fabric_free(&f);
     }
