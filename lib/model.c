@@ -1,13 +1,14 @@
 /* toposcope — the latency model: built-in profiles, YAML parameters, injected faults and the
  * realized hardware of one fabric (see toposcope/model.h and doc/params.md). */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 #include "toposcope/model.h"
 #include "toposcope/rng.h"
+#include "ydoc.h"
 
 #define PARAMS_MAX_BYTES (1024 * 1024)
 #define PARAMS_MAX_DEPTH 8
@@ -189,207 +190,23 @@ static int params_validate(const ts_model_params *p, ts_error *err)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* YAML: events are collected into a flat tree (iteratively, depth-limited), then the tree is
- * checked against the schema, whose own depth is fixed, so nothing recurses on the input.   */
-
-enum { Y_SCALAR, Y_MAP, Y_SEQ };
-
-typedef struct ynode {
-    int type;
-    int line, col;          /* 1-based */
-    char *text;             /* scalars, NUL-terminated */
-    size_t len;
-    int plain;              /* plain style: may be a number or null */
-    int first, last, next;  /* children (maps: key, value, key, value, ...) */
-    int n;
-} ynode;
-
-typedef struct ytree {
-    ynode *v;
-    int n, cap;
-} ytree;
+/* YAML: the shared bounded tree of ydoc.h (iterative, depth-limited) is checked against the
+ * schema, whose own depth is fixed, so nothing recurses on the input. The messages are this
+ * file's own wording, positioned by ts_ydoc_fail.                                            */
 
 typedef struct yctx {
-    const char *src;
+    ts_ydoc d;
     ts_error *err;
-    ytree t;
 } yctx;
 
-static int yfail_at(yctx *c, int line, int col, const char *fmt, ...) TS_PRINTF(4, 5);
-static int yfail_at(yctx *c, int line, int col, const char *fmt, ...)
+#define yfail(c, node, ...) ts_ydoc_fail(&(c)->d, (int)((node) - (c)->d.v), (c)->err, __VA_ARGS__)
+
+static int get_number(yctx *c, const ts_ynode *y, const char *key, range_kind r, double *out)
 {
-    char msg[TS_ERROR_TEXT_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ts_fail(c->err, TS_EINPUT, "%s:%d:%d: %s", c->src, line, col, msg);
-}
-
-#define yfail(c, node, ...) yfail_at((c), (node)->line, (node)->col, __VA_ARGS__)
-
-static void ytree_free(ytree *t)
-{
-    for (int i = 0; i < t->n; i++)
-        free(t->v[i].text);
-    free(t->v);
-    t->v = NULL;
-    t->n = t->cap = 0;
-}
-
-static int ytree_add(yctx *c, int type, const yaml_mark_t *mark, int parent)
-{
-    ytree *t = &c->t;
-    if (t->n == t->cap) {
-        int cap = t->cap ? t->cap * 2 : 64;
-        ynode *v = realloc(t->v, sizeof *v * (size_t)cap);
-        if (!v)
-            return ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->src);
-        t->v = v;
-        t->cap = cap;
-    }
-    ynode *y = &t->v[t->n];
-    memset(y, 0, sizeof *y);
-    y->type = type;
-    y->line = (int)mark->line + 1;
-    y->col = (int)mark->column + 1;
-    y->first = y->last = y->next = -1;
-    if (parent >= 0) {
-        ynode *p = &t->v[parent];
-        if (p->last >= 0)
-            t->v[p->last].next = t->n;
-        else
-            p->first = t->n;
-        p->last = t->n;
-        p->n++;
-    }
-    return t->n++;
-}
-
-static int syntax_error(yctx *c, const yaml_parser_t *ps)
-{
-    const char *problem = ps->problem ? ps->problem : "malformed YAML";
-    yaml_mark_t m = ps->problem_mark;
-    if (ps->error == YAML_READER_ERROR)
-        return ts_fail(c->err, TS_EINPUT, "%s: YAML syntax error at byte %zu: %s", c->src,
-                       ps->problem_offset, problem);
-    if (ps->error == YAML_MEMORY_ERROR)
-        return ts_fail(c->err, TS_ENOMEM, "%s: out of memory while parsing YAML", c->src);
-    if (ps->context)
-        return ts_fail(c->err, TS_EINPUT, "%s:%zu:%zu: YAML syntax error: %s %s", c->src,
-                       m.line + 1, m.column + 1, problem, ps->context);
-    return ts_fail(c->err, TS_EINPUT, "%s:%zu:%zu: YAML syntax error: %s", c->src, m.line + 1,
-                   m.column + 1, problem);
-}
-
-/* Builds c->t; returns the root node index, -1 for an empty stream, or a negative error < -1. */
-static int ytree_build(yctx *c, const char *text, size_t len, int *root)
-{
-    yaml_parser_t ps;
-    yaml_event_t ev;
-    int stack[PARAMS_MAX_DEPTH];
-    int depth = 0, ndocs = 0, rc = TS_OK, done = 0;
-
-    *root = -1;
-    if (!yaml_parser_initialize(&ps))
-        return ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->src);
-    yaml_parser_set_input_string(&ps, (const unsigned char *)text, len);
-    while (!done && rc == TS_OK) {
-        if (!yaml_parser_parse(&ps, &ev)) {
-            rc = syntax_error(c, &ps);
-            break;
-        }
-        int parent = depth > 0 ? stack[depth - 1] : -1;
-        switch (ev.type) {
-        case YAML_STREAM_END_EVENT:
-            done = 1;
-            break;
-        case YAML_DOCUMENT_START_EVENT:
-            if (++ndocs > 1)
-                rc = yfail_at(c, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-                              "only one YAML document is allowed");
-            break;
-        case YAML_ALIAS_EVENT:
-            /* Aliases would let a small file expand into a huge one; parameters never need them. */
-            rc = yfail_at(c, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-                          "YAML aliases (*name) are not supported");
-            break;
-        case YAML_SCALAR_EVENT: {
-            if (memchr(ev.data.scalar.value, '\0', ev.data.scalar.length)) {
-                rc = yfail_at(c, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-                              "a NUL character inside a value is not allowed");
-                break;
-            }
-            int i = ytree_add(c, Y_SCALAR, &ev.start_mark, parent);
-            if (i < 0) {
-                rc = i;
-                break;
-            }
-            ynode *y = &c->t.v[i];
-            y->text = malloc(ev.data.scalar.length + 1);
-            if (!y->text) {
-                rc = ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->src);
-                break;
-            }
-            memcpy(y->text, ev.data.scalar.value, ev.data.scalar.length);
-            y->text[ev.data.scalar.length] = '\0';
-            y->len = ev.data.scalar.length;
-            y->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-            if (parent < 0)
-                *root = i;
-            break;
-        }
-        case YAML_MAPPING_START_EVENT:
-        case YAML_SEQUENCE_START_EVENT: {
-            if (depth == PARAMS_MAX_DEPTH) {
-                rc = ts_fail(c->err, TS_ELIMIT, "%s:%zu:%zu: nesting deeper than %d levels",
-                             c->src, ev.start_mark.line + 1, ev.start_mark.column + 1,
-                             PARAMS_MAX_DEPTH);
-                break;
-            }
-            int i = ytree_add(c, ev.type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ,
-                              &ev.start_mark, parent);
-            if (i < 0) {
-                rc = i;
-                break;
-            }
-            if (parent < 0)
-                *root = i;
-            stack[depth++] = i;
-            break;
-        }
-        case YAML_MAPPING_END_EVENT:
-        case YAML_SEQUENCE_END_EVENT:
-            if (depth > 0)
-                depth--;
-            break;
-        default:
-            break;
-        }
-        yaml_event_delete(&ev);
-    }
-    yaml_parser_delete(&ps);
-    return rc;
-}
-
-static const char *type_name(const ynode *y)
-{
-    return y->type == Y_MAP ? "a mapping" : y->type == Y_SEQ ? "a list" : "a scalar";
-}
-
-static int is_null(const ynode *y)
-{
-    return y->type == Y_SCALAR && y->plain &&
-           (y->len == 0 || strcmp(y->text, "~") == 0 || strcmp(y->text, "null") == 0 ||
-            strcmp(y->text, "Null") == 0 || strcmp(y->text, "NULL") == 0);
-}
-
-static int get_number(yctx *c, const ynode *y, const char *key, range_kind r, double *out)
-{
-    if (y->type != Y_SCALAR || !y->plain || y->len == 0)
+    if (y->type != TS_Y_SCALAR || !y->plain || y->len == 0)
         return yfail(c, y, "'%s' must be a number %s, not %s", key, range_text(r),
-                     y->type == Y_SCALAR ? (y->plain ? "an empty value" : "a quoted string")
-                                         : type_name(y));
+                     y->type == TS_Y_SCALAR ? (y->plain ? "an empty value" : "a quoted string")
+                                            : ts_ydoc_type_name(y));
     /* strtod alone would also take hex floats, "inf", "nan" and leading blanks */
     const char *s = y->text;
     if (*s == '+' || *s == '-')
@@ -410,11 +227,11 @@ static int get_number(yctx *c, const ynode *y, const char *key, range_kind r, do
     return TS_OK;
 }
 
-static int get_name(yctx *c, const ynode *y, const char *key, char *out)
+static int get_name(yctx *c, const ts_ynode *y, const char *key, char *out)
 {
-    if (y->type != Y_SCALAR || y->len == 0)
+    if (y->type != TS_Y_SCALAR || y->len == 0)
         return yfail(c, y, "'%s' must be a non-empty name, not %s", key,
-                     y->type == Y_SCALAR ? "an empty value" : type_name(y));
+                     y->type == TS_Y_SCALAR ? "an empty value" : ts_ydoc_type_name(y));
     if (y->len >= TS_NAME_MAX)
         return yfail(c, y, "'%s' is longer than %d characters", key, TS_NAME_MAX - 1);
     memcpy(out, y->text, y->len + 1);
@@ -422,17 +239,19 @@ static int get_name(yctx *c, const ynode *y, const char *key, char *out)
 }
 
 /* Checks that y is a mapping with scalar keys drawn from `allowed` and no key twice; `noun`
- * says what a key stands for in messages ("key", "level"). */
-static int check_map_of(yctx *c, const ynode *y, const char *what, const char *noun,
+ * says what a key stands for in messages ("key", "level"). The wording differs from
+ * ts_ydoc_check_keys' and is what the parameter tests and doc/params.md show. */
+static int check_map_of(yctx *c, const ts_ynode *y, const char *what, const char *noun,
                         const char *const *allowed, const char *allowed_text)
 {
-    if (y->type != Y_MAP)
+    if (y->type != TS_Y_MAP)
         return yfail(c, y, "%s must be a mapping with keys %s, not %s", what, allowed_text,
-                     type_name(y));
-    const ynode *v = c->t.v;
+                     ts_ydoc_type_name(y));
+    const ts_ynode *v = c->d.v;
     for (int k = y->first; k >= 0; k = v[v[k].next].next) {
-        if (v[k].type != Y_SCALAR)
-            return yfail(c, &v[k], "%s: keys must be plain names, not %s", what, type_name(&v[k]));
+        if (v[k].type != TS_Y_SCALAR)
+            return yfail(c, &v[k], "%s: keys must be plain names, not %s", what,
+                         ts_ydoc_type_name(&v[k]));
         int known = 0;
         for (int a = 0; allowed[a] && !known; a++)
             known = strcmp(allowed[a], v[k].text) == 0;
@@ -441,39 +260,39 @@ static int check_map_of(yctx *c, const ynode *y, const char *what, const char *n
                          allowed_text);
         /* every key is from a short list by now, so a quadratic scan stays short */
         for (int j = y->first; j != k; j = v[v[j].next].next)
-            if (v[j].type == Y_SCALAR && strcmp(v[j].text, v[k].text) == 0)
+            if (v[j].type == TS_Y_SCALAR && strcmp(v[j].text, v[k].text) == 0)
                 return yfail(c, &v[k], "duplicate key '%.64s' in %s", v[k].text, what);
     }
     return TS_OK;
 }
 
-static int check_map(yctx *c, const ynode *y, const char *what, const char *const *allowed,
+static int check_map(yctx *c, const ts_ynode *y, const char *what, const char *const *allowed,
                      const char *allowed_text)
 {
     return check_map_of(c, y, what, "key", allowed, allowed_text);
 }
 
-static int apply_levels(yctx *c, const ynode *y, ts_model_params *q)
+static int apply_levels(yctx *c, const ts_ynode *y, ts_model_params *q)
 {
     static const char *const lkeys[] = { "latency_us", "variation", NULL };
-    if (is_null(y))
+    if (ts_ydoc_is_null(y))
         return TS_OK;
     /* listing the keys here keeps check_map's duplicate scan short for hostile files */
     static const char *const levkeys[] = { "access", "1", "2", "3", "4", "5", "6", "7", "8", "9",
                                            "10", "11", "12", "13", "14", "15", NULL };
-    const ynode *v = c->t.v;
+    const ts_ynode *v = c->d.v;
     int rc = check_map_of(c, y, "levels", "level", levkeys, "access or 1..15");
     if (rc)
         return rc;
     for (int k = y->first; k >= 0; k = v[v[k].next].next) {
-        const ynode *key = &v[k], *val = &v[key->next];
+        const ts_ynode *key = &v[k], *val = &v[key->next];
         int lv = strcmp(key->text, "access") == 0 ? 0 : atoi(key->text);
         char what[96];
         snprintf(what, sizeof what, "levels.%s", key->text);
         if ((rc = check_map(c, val, what, lkeys, "latency_us, variation")))
             return rc;
         for (int j = val->first; j >= 0; j = v[v[j].next].next) {
-            const ynode *lk = &v[j], *lval = &v[lk->next];
+            const ts_ynode *lk = &v[j], *lval = &v[lk->next];
             if (strcmp(lk->text, "latency_us") == 0)
                 rc = get_number(c, lval, "latency_us", R_NONNEG, &q->level[lv].latency_us);
             else
@@ -494,29 +313,29 @@ static int grow(yctx *c, void **arr, int *cap, int need, size_t elem)
         ncap *= 2;
     void *a = realloc(*arr, elem * (size_t)ncap);
     if (!a)
-        return ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->src);
+        return ts_fail(c->err, TS_ENOMEM, "%s: out of memory", c->d.src);
     *arr = a;
     *cap = ncap;
     return TS_OK;
 }
 
-static int check_override_count(yctx *c, const ynode *y, const ts_model_params *q, int more)
+static int check_override_count(yctx *c, const ts_ynode *y, const ts_model_params *q, int more)
 {
     if ((long)q->nlink_overrides + q->nhost_overrides + more > PARAMS_MAX_OVERRIDES)
         return ts_fail(c->err, TS_ELIMIT, "%s:%d:%d: more than %d link and host overrides",
-                       c->src, y->line, y->col, PARAMS_MAX_OVERRIDES);
+                       c->d.src, y->line, y->col, PARAMS_MAX_OVERRIDES);
     return TS_OK;
 }
 
-static int apply_links(yctx *c, const ynode *y, ts_model_params *q)
+static int apply_links(yctx *c, const ts_ynode *y, ts_model_params *q)
 {
     static const char *const keys[] = { "link", "latency_us", "variation", "loss", NULL };
-    const ynode *v = c->t.v;
-    if (is_null(y))
+    const ts_ynode *v = c->d.v;
+    if (ts_ydoc_is_null(y))
         return TS_OK;
-    if (y->type != Y_SEQ)
+    if (y->type != TS_Y_SEQ)
         return yfail(c, y, "'links' must be a list of {link: NAME, latency_us, variation, loss}, "
-                     "not %s", type_name(y));
+                     "not %s", ts_ydoc_type_name(y));
     int rc = check_override_count(c, y, q, y->n);
     if (rc)
         return rc;
@@ -530,7 +349,7 @@ static int apply_links(yctx *c, const ynode *y, ts_model_params *q)
         ts_link_override o = { .latency_us = NAN, .variation = NAN, .loss = NAN };
         int named = 0;
         for (int k = v[e].first; k >= 0 && !rc; k = v[v[k].next].next) {
-            const ynode *key = &v[k], *val = &v[key->next];
+            const ts_ynode *key = &v[k], *val = &v[key->next];
             if (strcmp(key->text, "link") == 0) {
                 rc = get_name(c, val, "link", o.name);
                 named = 1;
@@ -551,15 +370,15 @@ static int apply_links(yctx *c, const ynode *y, ts_model_params *q)
     return TS_OK;
 }
 
-static int apply_hosts(yctx *c, const ynode *y, ts_model_params *q)
+static int apply_hosts(yctx *c, const ts_ynode *y, ts_model_params *q)
 {
     static const char *const keys[] = { "node", "overhead_us", "variation", NULL };
-    const ynode *v = c->t.v;
-    if (is_null(y))
+    const ts_ynode *v = c->d.v;
+    if (ts_ydoc_is_null(y))
         return TS_OK;
-    if (y->type != Y_SEQ)
+    if (y->type != TS_Y_SEQ)
         return yfail(c, y, "'hosts' must be a list of {node: NAME, overhead_us, variation}, not %s",
-                     type_name(y));
+                     ts_ydoc_type_name(y));
     int rc = check_override_count(c, y, q, y->n);
     if (rc)
         return rc;
@@ -573,7 +392,7 @@ static int apply_hosts(yctx *c, const ynode *y, ts_model_params *q)
         ts_host_override o = { .overhead_us = NAN, .variation = NAN };
         int named = 0;
         for (int k = v[e].first; k >= 0 && !rc; k = v[v[k].next].next) {
-            const ynode *key = &v[k], *val = &v[key->next];
+            const ts_ynode *key = &v[k], *val = &v[key->next];
             if (strcmp(key->text, "node") == 0) {
                 rc = get_name(c, val, "node", o.name);
                 named = 1;
@@ -601,12 +420,12 @@ static const char *const top_keys[] = {
     "link_variation, jitter, outliers, loss_probability, timeout_us, flow_penalty_us, levels, " \
     "links, hosts"
 
-static int apply_top(yctx *c, const ynode *key, const ynode *val, ts_model_params *q,
-                     const ynode **outliers_at)
+static int apply_top(yctx *c, const ts_ynode *key, const ts_ynode *val, ts_model_params *q,
+                     const ts_ynode **outliers_at)
 {
     static const char *const jkeys[] = { "lognormal_sigma", "exp_mean_us", NULL };
     static const char *const okeys[] = { "probability", "min_us", "max_us", NULL };
-    const ynode *v = c->t.v;
+    const ts_ynode *v = c->d.v;
     const char *k = key->text;
     int rc;
     const struct { const char *name; double *dst; range_kind r; } num[] = {
@@ -640,7 +459,7 @@ static int apply_top(yctx *c, const ynode *key, const ynode *val, ts_model_param
             return rc;
         *outliers_at = val;
         for (int j = val->first; j >= 0 && !rc; j = v[v[j].next].next) {
-            const ynode *ov = &v[v[j].next];
+            const ts_ynode *ov = &v[v[j].next];
             if (strcmp(v[j].text, "probability") == 0)
                 rc = get_number(c, ov, "outliers.probability", R_PROB, &q->outlier_prob);
             else if (strcmp(v[j].text, "min_us") == 0)
@@ -659,8 +478,8 @@ static int apply_top(yctx *c, const ynode *key, const ynode *val, ts_model_param
 
 static int apply_document(yctx *c, int root, ts_model_params *q)
 {
-    const ynode *v = c->t.v;
-    if (root < 0 || is_null(&v[root]))
+    const ts_ynode *v = c->d.v;
+    if (root < 0 || ts_ydoc_is_null(&v[root]))
         return TS_OK;                       /* an empty file changes nothing */
     int rc = check_map(c, &v[root], "the parameter file", top_keys, TOP_KEYS_TEXT);
     if (rc)
@@ -668,15 +487,16 @@ static int apply_document(yctx *c, int root, ts_model_params *q)
     for (int k = v[root].first; k >= 0; k = v[v[k].next].next) {
         if (strcmp(v[k].text, "profile") != 0)
             continue;
-        const ynode *val = &v[v[k].next];
-        if (val->type != Y_SCALAR)
-            return yfail(c, val, "'profile' must be ethernet or infiniband, not %s", type_name(val));
+        const ts_ynode *val = &v[v[k].next];
+        if (val->type != TS_Y_SCALAR)
+            return yfail(c, val, "'profile' must be ethernet or infiniband, not %s",
+                         ts_ydoc_type_name(val));
         if (strcmp(val->text, "ethernet") != 0 && strcmp(val->text, "infiniband") != 0)
             return yfail(c, val, "unknown profile '%.64s' (allowed: ethernet, infiniband)", val->text);
         ts_model_params_free(q);
         ts_model_params_profile(q, val->text, NULL);
     }
-    const ynode *outliers_at = NULL;
+    const ts_ynode *outliers_at = NULL;
     for (int k = v[root].first; k >= 0; k = v[v[k].next].next)
         if ((rc = apply_top(c, &v[k], &v[v[k].next], q, &outliers_at)))
             return rc;
@@ -685,7 +505,7 @@ static int apply_document(yctx *c, int root, ts_model_params *q)
             return yfail(c, outliers_at, "outliers: min_us (%g) must not exceed max_us (%g)",
                          q->outlier_min_us, q->outlier_max_us);
         return ts_fail(c->err, TS_EINPUT, "%s: outliers: min_us (%g) must not exceed max_us (%g)",
-                       c->src, q->outlier_min_us, q->outlier_max_us);
+                       c->d.src, q->outlier_min_us, q->outlier_max_us);
     }
     return TS_OK;
 }
@@ -693,25 +513,25 @@ static int apply_document(yctx *c, int root, ts_model_params *q)
 int ts_model_params_parse_yaml(ts_model_params *p, const char *text, size_t len,
                                const char *source, ts_error *err)
 {
-    yctx c = { .src = source ? source : "<input>", .err = err };
+    /* no count limit of its own: the byte limit already bounds the number of values */
+    static const ts_ylimits lim = { PARAMS_MAX_BYTES, PARAMS_MAX_DEPTH, INT_MAX };
+    const char *src = source ? source : "<input>";
     if (len > PARAMS_MAX_BYTES)
-        return ts_fail(err, TS_ELIMIT, "%s: parameter file is larger than %d bytes", c.src,
+        return ts_fail(err, TS_ELIMIT, "%s: parameter file is larger than %d bytes", src,
                        PARAMS_MAX_BYTES);
     if (!text && len)
-        return ts_fail(err, TS_EINPUT, "%s: no input", c.src);
-    int root;
-    int rc = ytree_build(&c, text ? text : "", len, &root);
-    if (rc) {
-        ytree_free(&c.t);
-        return rc;
-    }
+        return ts_fail(err, TS_EINPUT, "%s: no input", src);
+    yctx c = { .err = err };
+    int rc = ts_ydoc_parse(&c.d, text ? text : "", len, src, &lim, err);
+    if (rc)
+        return rc;                          /* ts_ydoc_parse frees on failure */
     ts_model_params q;
     if (params_copy(&q, p) != TS_OK) {
-        ytree_free(&c.t);
-        return ts_fail(err, TS_ENOMEM, "%s: out of memory", c.src);
+        ts_ydoc_free(&c.d);
+        return ts_fail(err, TS_ENOMEM, "%s: out of memory", src);
     }
-    rc = apply_document(&c, root, &q);
-    ytree_free(&c.t);
+    rc = apply_document(&c, c.d.root, &q);
+    ts_ydoc_free(&c.d);
     if (rc) {
         ts_model_params_free(&q);
         return rc;
