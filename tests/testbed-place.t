@@ -28,27 +28,7 @@ for bin in "$TB_FABEMU" "$TB_UDPING" "$BIN"; do
   [ -x "$bin" ] || { echo "Bail out! $bin is missing (make)"; exit 1; }
 done
 
-tb_session_lock 900
-work=$(mktemp -d /var/tmp/toposcope-place-t.XXXXXX)
-( exec 9>&-; sleep 420 & s=$!; trap 'kill $s; exit 0' TERM; wait $s
-  echo "# watchdog: the test ran for 7 minutes" >&2; kill -TERM $$ ) &
-watchdog=$!
-cleanup() {
-  kill "$watchdog" 2>/dev/null
-  timeout 120 "$TB_DIR/down" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' TERM INT
-
-timeout 180 "$TB_DIR/up" "$FABRIC" "$PARAMS" > "$work/up.out" 2>&1
-rc=$?
-ok $rc "up brings the 8-node testbed up"
-if [ $rc -ne 0 ]; then
-  diag < "$work/up.out"
-  echo "Bail out! the testbed did not come up"
-  exit 1
-fi
+tb_test_up place-t 7 "$FABRIC" "$PARAMS" "up brings the 8-node testbed up"
 
 # The job directory must be visible to every node: the state dir is outside /tmp.
 jobdir=$TB_STATE/jobs/place-t.$$

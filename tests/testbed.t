@@ -35,28 +35,8 @@ for bin in "$TB_FABEMU" "$TB_UDPING"; do
   [ -x "$bin" ] || { echo "Bail out! $bin is missing (make testbed)"; exit 1; }
 done
 
-tb_session_lock 900
-work=$(mktemp -d /var/tmp/toposcope-testbed-t.XXXXXX)
-( exec 9>&-; sleep 480 & s=$!; trap 'kill $s; exit 0' TERM; wait $s
-  echo "# watchdog: the test ran for 8 minutes" >&2; kill -TERM $$ ) &
-watchdog=$!
-cleanup() {
-  kill "$watchdog" 2>/dev/null
-  timeout 120 "$TB_DIR/down" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' TERM INT
-
 # ---- up -----------------------------------------------------------------------------------------
-timeout 180 "$TB_DIR/up" "$FABRIC" "$PARAMS" > "$work/up.out" 2>&1
-rc=$?
-ok $rc "up brings 8 nodes, slurmctld and 8 slurmds up"
-if [ $rc -ne 0 ]; then
-  diag < "$work/up.out"
-  echo "Bail out! the testbed did not come up"
-  exit 1
-fi
+tb_test_up testbed-t 8 "$FABRIC" "$PARAMS" "up brings 8 nodes, slurmctld and 8 slurmds up"
 pid_before=$(awk '$1 == "fabemu" { print $2 }' "$TB_STATE/pids")
 timeout 60 "$TB_DIR/up" "$FABRIC" "$PARAMS" > "$work/up2.out" 2>&1
 rc=$?

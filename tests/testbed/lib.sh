@@ -91,6 +91,28 @@ tb_session_lock() {
   flock -w "$seconds" 9 || tb_die "the testbed was busy (session lock) for $seconds s"
 }
 
+# The start of a TAP test on the testbed: hold the session lock, make $work, arm a watchdog that
+# ends the test after MINUTES, tear the testbed down and remove $work on exit, and bring the
+# fabric up ("ok"/"Bail out!" lines for the up step).   tb_test_up NAME MINUTES FABRIC PARAMS WHAT
+tb_test_up() {
+  local name=$1 minutes=$2 fabric=$3 params=$4 what=$5
+  tb_session_lock 900
+  work=$(mktemp -d "/var/tmp/toposcope-$name.XXXXXX")
+  ( exec 9>&-; sleep $((minutes * 60)) & s=$!; trap 'kill $s; exit 0' TERM; wait $s
+    echo "# watchdog: the test ran for $minutes minutes" >&2; kill -TERM $$ ) &
+  tb_watchdog=$!
+  trap 'kill "$tb_watchdog" 2>/dev/null; timeout 120 "$TB_DIR/down" >/dev/null 2>&1; rm -rf "$work"' EXIT
+  trap 'exit 1' TERM INT
+  timeout 180 "$TB_DIR/up" "$fabric" "$params" > "$work/up.out" 2>&1
+  local rc=$?
+  ok $rc "$what"
+  if [ $rc -ne 0 ]; then
+    diag < "$work/up.out"
+    echo "Bail out! the testbed did not come up"
+    exit 1
+  fi
+}
+
 tb_taps() {
   ip -o link show 2>/dev/null | awk -F': ' -v p="$TB_TAP_PREFIX" '{ sub(/@.*/, "", $2) }
     $2 ~ ("^" p "([0-9]+|-ctl)$") { print $2 }'
