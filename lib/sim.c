@@ -129,10 +129,16 @@ static int sim_control_step(ts_transport *t, double deadline_us, ts_error *err)
     return TS_OK;
 }
 
+static double sim_cpu(ts_transport *t)
+{
+    return ((ts_sim *)t->impl)->cpu_s;
+}
+
 static const ts_transport_ops sim_ops = {
     .run_round = sim_run_round,
     .now_us = sim_now,
     .control_step = sim_control_step,
+    .cpu_s = sim_cpu,
 };
 
 int ts_sim_create(ts_sim **out, const ts_fabric *truth, const ts_model *model, uint64_t run_seed,

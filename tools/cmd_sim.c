@@ -1,15 +1,18 @@
 /* toposcope sim — run a discovery method against the simulator and score the result. */
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli.h"
 #include "toposcope/discover.h"
 #include "toposcope/fabric.h"
 #include "toposcope/infer.h"
 #include "toposcope/links.h"
+#include "toposcope/measure.h"
 #include "toposcope/metrics.h"
 #include "toposcope/model.h"
 #include "toposcope/probe.h"
@@ -59,13 +62,6 @@ static void sim_usage(FILE *out)
             "90%% interval, samples, truth and relative error; links that cannot be separated are one\n"
             "aggregated entry listing its links) and DIR/metrics.yaml.\n"
             "exit status: 0 done, 1 failure, 2 bad input (the message names the file and line)\n");
-}
-
-static double process_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static double peak_rss_mb(void)
@@ -246,35 +242,23 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
     return 0;
 }
 
-/* ---- the link stage: per-link latency on the tree discovery found ---- */
+/* ---- the link stage's scores against the truth (sim only) ---- */
 
-typedef struct link_stage {
-    int ran;
-    ts_link_plan plan;
-    ts_link_result res;
+typedef struct link_score {
     ts_link_truth truth;
-    double cpu_s;              /* planning + solve; the simulator's own CPU excluded */
-    double sim_time_s;
     double rel_err_median, rel_err_access, rel_err_uplink;
-} link_stage;
-
-static void link_stage_free(link_stage *L)
-{
-    ts_link_plan_free(&L->plan);
-    ts_link_result_free(&L->res);
-    ts_link_truth_free(&L->truth);
-}
+} link_score;
 
 /* Median relative error over the access links (want_access 1) or the others (0). */
-static double link_rel_err_kind(const link_stage *L, int want_access)
+static double link_rel_err_kind(const ts_link_result *res, const ts_link_truth *lt, int want_access)
 {
-    double *e = malloc(sizeof(double) * (size_t)(L->res.nlinks ? L->res.nlinks : 1));
+    double *e = malloc(sizeof(double) * (size_t)(res->nlinks ? res->nlinks : 1));
     if (!e)
         return NAN;
     int n = 0;
-    for (int k = 0; k < L->res.nlinks; k++) {
-        double est = L->res.link[k].est_us, tru = L->truth.truth_us[k];
-        if (L->res.link[k].access == want_access && isfinite(est) && isfinite(tru) && tru > 0)
+    for (int k = 0; k < res->nlinks; k++) {
+        double est = res->link[k].est_us, tru = lt->truth_us[k];
+        if (res->link[k].access == want_access && isfinite(est) && isfinite(tru) && tru > 0)
             e[n++] = fabs(est - tru) / tru;
     }
     double med = n ? ts_median(e, n) : NAN;
@@ -282,66 +266,20 @@ static double link_rel_err_kind(const link_stage *L, int want_access)
     return med;
 }
 
-static int link_stage_run(const sim_options *o, int pmm, ts_probe_engine *e, ts_sim *sim,
-                          const ts_fabric *tree, const ts_fabric *truth, const ts_model *model,
-                          link_stage *L)
+static int link_score_run(const ts_measure *M, const ts_fabric *truth, const ts_model *model,
+                          link_score *L)
 {
     ts_error err;
-    memset(L, 0, sizeof *L);
-    if (tree->nnodes < 2)
-        return CLI_OK;              /* nothing to measure between */
-    /* the tree's node indices -> the transport's (a node discovery never reached is absent) */
-    int *node_map = malloc(sizeof(int) * (size_t)tree->nnodes);
-    if (!node_map) {
-        cli_error("sim", "out of memory");
-        return CLI_FAIL;
-    }
-    for (int i = 0; i < tree->nnodes; i++) {
-        int tv = ts_fabric_find(truth, tree->v[tree->node_vertex[i]].name);
-        node_map[i] = tv == TS_NONE ? TS_NONE : truth->v[tv].node_index;
-    }
-    double cpu0 = process_cpu_s(), sim_cpu0 = ts_sim_cpu_s(sim), t0 = ts_sim_now_us(sim);
-    ts_link_plan_options po;
-    ts_link_plan_options_default(&po);
-    po.extra_rounds = o->link_extra_rounds;
-    int rc = pmm ? ts_link_plan_pmm(tree, &L->plan, &err) : ts_link_plan_tree_opts(tree, &po, &L->plan, &err);
-    if (rc != TS_OK) {
-        free(node_map);
-        cli_error("sim", "link plan: %s", err.text);
-        return CLI_FAIL;
-    }
-    ts_link_measure_options mo;
-    ts_link_measure_options_default(&mo);
-    mo.node_map = node_map;
-    rc = ts_link_measure_opts(e, tree, &L->plan, &mo, &L->res, &err);
-    free(node_map);
-    if (rc != TS_OK) {
-        cli_error("sim", "link measurement: %s", err.text);
-        return CLI_FAIL;
-    }
-    L->cpu_s = process_cpu_s() - cpu0 - (ts_sim_cpu_s(sim) - sim_cpu0);
-    L->sim_time_s = (ts_sim_now_us(sim) - t0) * 1e-6;
-    if (ts_link_truth_map(tree, &L->res, truth, model, &L->truth, &err) != TS_OK) {
+    if (!M->links_ran)
+        return CLI_OK;
+    if (ts_link_truth_map(&M->tree, &M->links, truth, model, &L->truth, &err) != TS_OK) {
         cli_error("sim", "%s", err.text);
         return CLI_FAIL;
     }
-    L->rel_err_median = ts_link_rel_err_median(&L->res, &L->truth);
-    L->rel_err_access = link_rel_err_kind(L, 1);
-    L->rel_err_uplink = link_rel_err_kind(L, 0);
-    L->ran = 1;
+    L->rel_err_median = ts_link_rel_err_median(&M->links, &L->truth);
+    L->rel_err_access = link_rel_err_kind(&M->links, &L->truth, 1);
+    L->rel_err_uplink = link_rel_err_kind(&M->links, &L->truth, 0);
     return CLI_OK;
-}
-
-static int link_stage_write(const char *dir, const ts_fabric *tree, const ts_fabric *truth,
-                            const link_stage *L)
-{
-    if (!L->ran)
-        return 0;
-    FILE *f = cli_open_out("sim", dir, "links.yaml");
-    if (!f)
-        return -1;
-    ts_links_write_yaml(tree, &L->res, &L->truth, truth, f);
-    return cli_close_out("sim", f, dir, "links.yaml");
 }
 
 static void metric_num(FILE *m, const char *key, double v)
@@ -352,27 +290,27 @@ static void metric_num(FILE *m, const char *key, double v)
         fprintf(m, "%s: null\n", key);
 }
 
-static void link_stage_metrics(FILE *m, const link_stage *L)
+static void link_stage_metrics(FILE *m, const ts_measure *M, const link_score *L)
 {
-    if (!L->ran)
+    if (!M->links_ran)
         return;
     /* entries of links.yaml that list more than one link (named in the truth where matched) */
     int aggregated = 0;
-    for (int k = 0; k < L->res.nlinks; k++) {
+    for (int k = 0; k < M->links.nlinks; k++) {
         int names = L->truth.first[k + 1] - L->truth.first[k];
-        aggregated += (names ? names : L->res.link[k].nmembers) > 1;
+        aggregated += (names ? names : M->links.link[k].nmembers) > 1;
     }
     fprintf(m, "# link stage: per-link one-way latency on the tree above (links.yaml)\n");
     metric_num(m, "link_rel_err_median", L->rel_err_median);
     metric_num(m, "link_rel_err_median_access", L->rel_err_access);
     metric_num(m, "link_rel_err_median_uplink", L->rel_err_uplink);
-    fprintf(m, "link_rounds: %d\nlink_rounds_run: %d\nlink_pairs: %d\nlink_rank: %d\n", L->plan.nrounds,
-            L->res.rounds_run, L->plan.npairs, L->plan.rank);
-    fprintf(m, "link_links: %d\nlink_aggregated: %d\nlink_undetermined: %d\n", L->res.nlinks, aggregated,
-            L->res.undetermined);
-    fprintf(m, "link_plan_cpu_s: %.4f\n", L->cpu_s);
-    fprintf(m, "link_sim_time_s: %.6f\n", L->sim_time_s);
-    fprintf(m, "link_partial: %s\n", L->res.partial ? "true" : "false");
+    fprintf(m, "link_rounds: %d\nlink_rounds_run: %d\nlink_pairs: %d\nlink_rank: %d\n", M->plan.nrounds,
+            M->links.rounds_run, M->plan.npairs, M->plan.rank);
+    fprintf(m, "link_links: %d\nlink_aggregated: %d\nlink_undetermined: %d\n", M->links.nlinks, aggregated,
+            M->links.undetermined);
+    fprintf(m, "link_plan_cpu_s: %.4f\n", M->link_cpu_s);
+    fprintf(m, "link_sim_time_s: %.6f\n", M->link_time_us * 1e-6);
+    fprintf(m, "link_partial: %s\n", M->links.partial ? "true" : "false");
 }
 
 int cmd_sim(int argc, char **argv)
@@ -382,24 +320,28 @@ int cmd_sim(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
     ts_error err;
-    ts_fabric truth, inferred;
+    ts_fabric truth;
     ts_model_params params;
     ts_model model = {0};
     ts_sim *sim = NULL;
     ts_probe_engine engine = {0};
-    ts_utree tree;
-    ts_infer_report rep = {0};
-    ts_method method;
+    ts_measure M;
+    int measured = 0;
+    link_score score;
+    char **names = NULL;
+    int dirfd = -1;
     ts_fabric_init(&truth);
-    ts_fabric_init(&inferred);
-    ts_utree_init(&tree);
     memset(&params, 0, sizeof params);
+    memset(&score, 0, sizeof score);
     int status = CLI_FAIL;
 
+    ts_measure_options mo;
+    ts_measure_options_default(&mo);
+    mo.links = o.links;
+    mo.link_extra_rounds = o.link_extra_rounds;
     /* pmm is no discovery method: it measures links on the known (true) tree */
     int pmm = strcmp(o.method, "pmm") == 0;
-    link_stage links = {0};
-    if (!pmm && ts_method_parse(o.method, &method) != TS_OK) {
+    if (!pmm && ts_method_parse(o.method, &mo.method) != TS_OK) {
         cli_error("sim", "unknown --method '%s' (fast, allpairs, shirai, pmm)", o.method);
         return CLI_USAGE;
     }
@@ -424,54 +366,37 @@ int cmd_sim(int argc, char **argv)
         cli_error("sim", "%s", err.text);
         goto out;
     }
-    double cpu0 = process_cpu_s();
-    if (pmm) {
-        rep.reference = TS_NONE;
-        rc = ts_fabric_copy(&inferred, &truth, &err);
-    } else {
-        if (ts_discover(method, &engine, &tree, &rep, &err) != TS_OK) {
-            cli_error("sim", "%s: %s", o.method, err.text);
-            goto out;
-        }
-        char **names = malloc(sizeof(char *) * (size_t)truth.nnodes);
-        if (!names) {
-            cli_error("sim", "out of memory");
-            goto out;
-        }
-        for (int i = 0; i < truth.nnodes; i++)
-            names[i] = truth.v[truth.node_vertex[i]].name;
-        rc = ts_utree_to_fabric(&tree, names, truth.nnodes, &inferred, &err);
-        free(names);
-    }
-    if (rc != TS_OK) {
-        cli_error("sim", "%s", err.text);
+    names = malloc(sizeof(char *) * (size_t)truth.nnodes);
+    if (!names) {
+        cli_error("sim", "out of memory");
         goto out;
     }
-    double cpu_s = process_cpu_s() - cpu0 - ts_sim_cpu_s(sim);
-    ts_probe_engine discovered = engine;       /* counters and flags as discovery left them */
-    double disc_end_us = ts_sim_now_us(sim);
-    if (o.links && link_stage_run(&o, pmm, &engine, sim, &inferred, &truth, &model, &links) != CLI_OK)
+    for (int i = 0; i < truth.nnodes; i++)
+        names[i] = truth.v[truth.node_vertex[i]].name;
+    mo.names = names;
+    mo.known_tree = pmm ? &truth : NULL;
+    rc = ts_measure_run(&engine, &mo, &M, &err);
+    measured = 1;
+    if (rc != TS_OK) {
+        cli_error("sim", "%s: %s", o.method, err.text);
+        goto out;
+    }
+    if (link_score_run(&M, &truth, &model, &score) != CLI_OK)
         goto out;
     ts_accuracy acc;
-    if (ts_accuracy_compare(&truth, &inferred, (long)o.queries, o.seed, &acc, &err) != TS_OK) {
+    if (ts_accuracy_compare(&truth, &M.tree, (long)o.queries, o.seed, &acc, &err) != TS_OK) {
         cli_error("sim", "%s", err.text);
         goto out;
     }
-    if (cli_mkdir_p(o.out) != 0) {
+    if (cli_mkdir_p(o.out) != 0 || (dirfd = open(o.out, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         cli_error("sim", "cannot create %s", o.out);
         goto out;
     }
+    if (ts_measure_write(&M, dirfd, 0644, &truth, M.links_ran ? &score.truth : NULL, &err) != TS_OK) {
+        cli_error("sim", "%s: %s", o.out, err.text);
+        goto out;
+    }
     FILE *f;
-    if (!(f = cli_open_out("sim", o.out, "topology.conf")))
-        goto out;
-    ts_fabric_write_topology_conf(&inferred, f);
-    if (cli_close_out("sim", f, o.out, "topology.conf"))
-        goto out;
-    if (!(f = cli_open_out("sim", o.out, "tree.yaml")))
-        goto out;
-    ts_fabric_write_yaml(&inferred, f);
-    if (cli_close_out("sim", f, o.out, "tree.yaml"))
-        goto out;
     if (!(f = cli_open_out("sim", o.out, "truth.yaml")))
         goto out;
     ts_fabric_write_yaml(&truth, f);
@@ -479,12 +404,12 @@ int cmd_sim(int argc, char **argv)
         goto out;
     if (!(f = cli_open_out("sim", o.out, "metrics.yaml")))
         goto out;
-    write_metrics(&o, f, &discovered, disc_end_us, sim, &truth, &inferred, &acc, &rep, cpu_s);
-    link_stage_metrics(f, &links);
+    write_metrics(&o, f, &M.discovered, M.disc_end_us, sim, &truth, &M.tree, &acc, &M.rep, M.disc_cpu_s);
+    link_stage_metrics(f, &M, &score);
     if (!acc.tree_exact) {
         /* which switches were merged or split, for the bench's failure list */
         char why[1024];
-        ts_accuracy_explain(&truth, &inferred, why, sizeof why);
+        ts_accuracy_explain(&truth, &M.tree, why, sizeof why);
         fprintf(f, "explanation: \"");
         for (const char *c = why; *c; c++)
             fputs(*c == '"' ? "\\\"" : *c == '\\' ? "\\\\" : *c == '\n' ? " " : (char[2]){*c, 0}, f);
@@ -492,19 +417,19 @@ int cmd_sim(int argc, char **argv)
     }
     if (cli_close_out("sim", f, o.out, "metrics.yaml"))
         goto out;
-    if (link_stage_write(o.out, &inferred, &truth, &links))
-        goto out;
     status = CLI_OK;
 out:
-    link_stage_free(&links);
-    ts_infer_report_free(&rep);
-    ts_utree_free(&tree);
+    if (dirfd >= 0)
+        close(dirfd);
+    ts_link_truth_free(&score.truth);
+    if (measured)
+        ts_measure_free(&M);
+    free(names);
     if (engine.db)
         ts_probe_engine_free(&engine);
     ts_sim_free(sim);
     ts_model_free(&model);
     ts_model_params_free(&params);
-    ts_fabric_free(&inferred);
     ts_fabric_free(&truth);
     return status;
 }

@@ -86,6 +86,9 @@ typedef struct ts_transport_ops {
     /* The leader decides from measured data: gather results from and scatter a plan to all
      * agents. The simulator charges 2 * ceil(log2 N) round trips. */
     int (*control_step)(ts_transport *t, double deadline_us, ts_error *err);
+    /* CPU seconds the transport spent itself (the simulator drawing samples), left out of the
+     * planning cost reports; NULL: none worth counting. */
+    double (*cpu_s)(ts_transport *t);
 } ts_transport_ops;
 
 struct ts_transport {

@@ -61,7 +61,7 @@ static int fake_control(ts_transport *t, double deadline_us, ts_error *err)
     return TS_OK;
 }
 
-static const ts_transport_ops fake_ops = {fake_run_round, fake_now, fake_control};
+static const ts_transport_ops fake_ops = {fake_run_round, fake_now, fake_control, NULL};
 
 static void fake_init(fake *f, int nnodes, rtt_fn rtt, void *ctx)
 {

@@ -1,0 +1,206 @@
+/* toposcope — one measurement, transport-independent: discovery → tree → link plan → link
+ * measure and solve → result files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "toposcope/measure.h"
+
+void ts_measure_options_default(ts_measure_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->method = TS_METHOD_FAST;
+    o->links = 1;
+    o->link_extra_rounds = TS_LINK_EXTRA_ROUNDS_DEFAULT;
+}
+
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU the transport spent itself (the simulator drawing samples): reports of planning cost
+ * leave it out. */
+static double transport_cpu_s(ts_transport *t)
+{
+    return t->ops->cpu_s ? t->ops->cpu_s(t) : 0.0;
+}
+
+static int link_stage(ts_probe_engine *e, const ts_measure_options *o, ts_measure *m,
+                      ts_error *err)
+{
+    const ts_fabric *tree = &m->tree;
+    if (tree->nnodes < 2)
+        return TS_OK;              /* nothing to measure between */
+    /* the tree's node indices -> the transport's (a node discovery never reached is absent) */
+    int *node_map = malloc(sizeof(int) * (size_t)tree->nnodes);
+    if (!node_map)
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    for (int i = 0; i < tree->nnodes; i++) {
+        const char *name = tree->v[tree->node_vertex[i]].name;
+        node_map[i] = TS_NONE;
+        for (int j = 0; j < e->tp->nnodes; j++)
+            if (strcmp(o->names[j], name) == 0) {
+                node_map[i] = j;
+                break;
+            }
+    }
+    double cpu0 = process_cpu_s(), tcpu0 = transport_cpu_s(e->tp), t0 = ts_probe_now(e);
+    ts_link_plan_options po;
+    ts_link_plan_options_default(&po);
+    po.extra_rounds = o->link_extra_rounds;
+    ts_error perr;
+    int rc = o->known_tree ? ts_link_plan_pmm(tree, &m->plan, &perr)
+                           : ts_link_plan_tree_opts(tree, &po, &m->plan, &perr);
+    if (rc != TS_OK) {
+        free(node_map);
+        return ts_fail(err, rc, "link plan: %s", perr.text);
+    }
+    m->link_plan_us = ts_probe_now(e) - t0;
+    ts_link_measure_options mo;
+    ts_link_measure_options_default(&mo);
+    mo.node_map = node_map;
+    rc = ts_link_measure_opts(e, tree, &m->plan, &mo, &m->links, &perr);
+    free(node_map);
+    if (rc != TS_OK)
+        return ts_fail(err, rc, "link measurement: %s", perr.text);
+    m->link_cpu_s = process_cpu_s() - cpu0 - (transport_cpu_s(e->tp) - tcpu0);
+    m->link_time_us = ts_probe_now(e) - t0;
+    m->links_ran = 1;
+    return TS_OK;
+}
+
+int ts_measure_run(ts_probe_engine *e, const ts_measure_options *o, ts_measure *m, ts_error *err)
+{
+    memset(m, 0, sizeof *m);
+    ts_fabric_init(&m->tree);
+    m->rep.reference = TS_NONE;
+    m->disc_start_us = ts_probe_now(e);
+    double cpu0 = process_cpu_s(), tcpu0 = transport_cpu_s(e->tp);
+    int rc;
+    if (o->known_tree) {
+        rc = ts_fabric_copy(&m->tree, o->known_tree, err);
+    } else {
+        ts_utree ut;
+        ts_utree_init(&ut);
+        rc = ts_discover(o->method, e, &ut, &m->rep, err);
+        if (rc == TS_OK)
+            rc = ts_utree_to_fabric(&ut, o->names, e->tp->nnodes, &m->tree, err);
+        ts_utree_free(&ut);
+    }
+    if (rc != TS_OK)
+        return rc;
+    m->disc_cpu_s = process_cpu_s() - cpu0 - (transport_cpu_s(e->tp) - tcpu0);
+    m->discovered = *e;
+    m->disc_end_us = ts_probe_now(e);
+    if (o->links)
+        return link_stage(e, o, m, err);
+    return TS_OK;
+}
+
+void ts_measure_free(ts_measure *m)
+{
+    ts_link_plan_free(&m->plan);
+    ts_link_result_free(&m->links);
+    ts_infer_report_free(&m->rep);
+    ts_fabric_free(&m->tree);
+}
+
+/* ---- result files ---- */
+
+void ts_measure_text_free(ts_measure_text *t)
+{
+    free(t->topology_conf);
+    free(t->tree_yaml);
+    free(t->links_yaml);
+    memset(t, 0, sizeof *t);
+}
+
+int ts_measure_render(const ts_measure *m, const ts_fabric *truth, const ts_link_truth *lt,
+                      ts_measure_text *out, ts_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char **slot[3] = {&out->topology_conf, &out->tree_yaml, &out->links_yaml};
+    for (int k = 0; k < 3; k++) {
+        if (k == 2 && !m->links_ran)
+            break;
+        size_t len;
+        FILE *f = open_memstream(slot[k], &len);
+        if (!f) {
+            ts_measure_text_free(out);
+            return ts_fail(err, TS_ENOMEM, "out of memory");
+        }
+        if (k == 0)
+            ts_fabric_write_topology_conf(&m->tree, f);
+        else if (k == 1)
+            ts_fabric_write_yaml(&m->tree, f);
+        else
+            ts_links_write_yaml(&m->tree, &m->links, lt, truth, f);
+        if (ferror(f) | fclose(f)) {
+            ts_measure_text_free(out);
+            return ts_fail(err, TS_ENOMEM, "out of memory");
+        }
+    }
+    return TS_OK;
+}
+
+int ts_write_file_at(int dirfd, const char *name, const char *data, size_t len, int mode,
+                     ts_error *err)
+{
+    char tmp[256];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", name) >= sizeof tmp)
+        return ts_fail(err, TS_EINPUT, "file name too long: %s", name);
+    /* A stale NAME.tmp from a crashed run is ours to replace; O_EXCL then refuses anything that
+     * appears in between, and O_NOFOLLOW refuses a symlink planted in its place. */
+    unlinkat(dirfd, tmp, 0);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0)
+        return ts_fail(err, TS_ESYS, "cannot create %s: %s", tmp, strerror(errno));
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, data + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlinkat(dirfd, tmp, 0);
+            return ts_fail(err, TS_ESYS, "cannot write %s: %s", tmp, strerror(e));
+        }
+        done += (size_t)w;
+    }
+    /* the umask must not narrow or widen what the caller asked for */
+    if (fchmod(fd, (mode_t)mode) != 0 || close(fd) != 0) {
+        int e = errno;
+        unlinkat(dirfd, tmp, 0);
+        return ts_fail(err, TS_ESYS, "cannot finish %s: %s", tmp, strerror(e));
+    }
+    if (renameat(dirfd, tmp, dirfd, name) != 0) {
+        int e = errno;
+        unlinkat(dirfd, tmp, 0);
+        return ts_fail(err, TS_ESYS, "cannot rename %s to %s: %s", tmp, name, strerror(e));
+    }
+    return TS_OK;
+}
+
+int ts_measure_write(const ts_measure *m, int dirfd, int mode, const ts_fabric *truth,
+                     const ts_link_truth *lt, ts_error *err)
+{
+    ts_measure_text t;
+    int rc = ts_measure_render(m, truth, lt, &t, err);
+    if (rc != TS_OK)
+        return rc;
+    const char *names[3] = {"topology.conf", "tree.yaml", "links.yaml"};
+    const char *data[3] = {t.topology_conf, t.tree_yaml, t.links_yaml};
+    for (int k = 0; k < 3 && rc == TS_OK; k++)
+        if (data[k])
+            rc = ts_write_file_at(dirfd, names[k], data[k], strlen(data[k]), mode, err);
+    ts_measure_text_free(&t);
+    return rc;
+}
