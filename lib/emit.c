@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/emit.h"
+#include "toposcope/hints_read.h"
 
 /* ---- a buffered writer: fprintf per number would dominate at 65 536 ranks ---- */
 
@@ -284,8 +285,7 @@ int ts_emit_hints_yaml(const ts_hierarchy *h, const ts_placement *pl, const ts_g
     return ob_close(o);
 }
 
-/* KEY=value, single-quoted when the value holds anything a shell would read differently. */
-static void env_line(FILE *out, const char *key, const char *value)
+void ts_emit_env_line(FILE *out, const char *key, const char *value)
 {
     int plain = *value != '\0';
     for (const char *c = value; *c; c++)
@@ -301,55 +301,46 @@ static void env_line(FILE *out, const char *key, const char *value)
     fputs("'\n", out);
 }
 
+static void env_to_file(void *out, const char *key, const char *value)
+{
+    ts_emit_env_line(out, key, value);
+}
+
 int ts_emit_hints_env(const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
                       const ts_policy *p, const ts_emit_paths *paths, int rank, FILE *out)
 {
-    char value[1024], key[64];
+    char cpus[1024];
     fprintf(out, "# toposcope: the environment of %s %d (hints.yaml has every %s)\n",
             g->members_are_nodes ? "node" : "rank", rank, g->members_are_nodes ? "node" : "rank");
-    env_line(out, "TOPOSCOPE_POLICY", p->name);
+    ts_emit_env_line(out, "TOPOSCOPE_POLICY", p->name);
     if (paths && paths->hints)
-        env_line(out, "TOPOSCOPE_HINTS", paths->hints);
+        ts_emit_env_line(out, "TOPOSCOPE_HINTS", paths->hints);
     if (paths && paths->rankfile)
-        env_line(out, "TOPOSCOPE_RANKFILE", paths->rankfile);
+        ts_emit_env_line(out, "TOPOSCOPE_RANKFILE", paths->rankfile);
     if (paths && paths->hostfile)
-        env_line(out, "TOPOSCOPE_HOSTFILE", paths->hostfile);
+        ts_emit_env_line(out, "TOPOSCOPE_HOSTFILE", paths->hostfile);
     if (paths && paths->machinefile)
-        env_line(out, "TOPOSCOPE_MACHINEFILE", paths->machinefile);
-    size_t used = 0;
-    value[0] = '\0';
-    for (int l = 0; l < g->nlevels && used < sizeof value; l++) {
-        int w = snprintf(value + used, sizeof value - used, "%s%s", l ? "," : "", g->level[l].name);
-        used += w > 0 ? (size_t)w : 0;
-    }
-    env_line(out, "TOPOSCOPE_LEVELS", value);
+        ts_emit_env_line(out, "TOPOSCOPE_MACHINEFILE", paths->machinefile);
+    /* the per-member part is the one every task gets from `toposcope hints` or the plugin */
+    ts_hints_env e;
+    memset(&e, 0, sizeof e);
+    e.is_node = g->members_are_nodes;
+    e.index = rank;
+    e.nlevels = g->nlevels;
+    for (int l = 0; l < g->nlevels; l++)
+        e.level[l] = g->level[l].name;
     if (rank >= 0 && rank < g->nmembers) {
-        snprintf(value, sizeof value, "%d", rank);
-        env_line(out, g->members_are_nodes ? "TOPOSCOPE_NODE_INDEX" : "TOPOSCOPE_RANK", value);
-        if (!g->members_are_nodes) {
-            env_line(out, "TOPOSCOPE_NODE", node_name(h, pl->rank[rank].node));
-            rank_cpus(pl, rank, value, sizeof value);
-            env_line(out, "TOPOSCOPE_CPUS", value);
-        } else {
-            env_line(out, "TOPOSCOPE_NODE", node_name(h, rank));
+        e.node = node_name(h, e.is_node ? rank : pl->rank[rank].node);
+        if (!e.is_node) {
+            rank_cpus(pl, rank, cpus, sizeof cpus);
+            e.cpus = cpus;
         }
-        for (int l = 0; l < g->nlevels; l++) {
-            char up[TS_LEVEL_NAME_MAX];
-            size_t k;
-            for (k = 0; g->level[l].name[k] && k + 1 < sizeof up; k++)
-                up[k] = (char)(g->level[l].name[k] >= 'a' && g->level[l].name[k] <= 'z'
-                                   ? g->level[l].name[k] - 'a' + 'A' : g->level[l].name[k]);
-            up[k] = '\0';
-            size_t at = (size_t)rank * g->nlevels + l;
-            snprintf(key, sizeof key, "TOPOSCOPE_GROUP_%s", up);
-            snprintf(value, sizeof value, "%d", g->group[at]);
-            env_line(out, key, value);
-            snprintf(key, sizeof key, "TOPOSCOPE_LEADER_%s", up);
-            env_line(out, key, g->leader[at] ? "1" : "0");
-        }
+        e.group = g->group + (size_t)rank * g->nlevels;
+        e.leader = g->leader + (size_t)rank * g->nlevels;
     }
+    ts_hints_env_each(&e, env_to_file, out);
     if (p->export_mca && paths && paths->rankfile)
-        env_line(out, "OMPI_MCA_rmaps_rank_file_path", paths->rankfile);
+        ts_emit_env_line(out, "OMPI_MCA_rmaps_rank_file_path", paths->rankfile);
     return ferror(out) ? TS_ESYS : TS_OK;
 }
 

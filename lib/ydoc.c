@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 #include "ydoc.h"
 
 #define YDOC_DEPTH_CAP 64       /* the stack below; callers may ask for less */
@@ -70,7 +69,7 @@ static int add_node(ts_ydoc *d, int type, const yaml_mark_t *mark, int parent, t
     return d->n++;
 }
 
-static int syntax_error(const ts_ydoc *d, const yaml_parser_t *ps, ts_error *err)
+int ts_ydoc_syntax_error(const ts_ydoc *d, const yaml_parser_t *ps, ts_error *err)
 {
     const char *problem = ps->problem ? ps->problem : "malformed YAML";
     if (ps->error == YAML_MEMORY_ERROR)
@@ -105,73 +104,110 @@ static int add_scalar(ts_ydoc *d, const yaml_event_t *ev, int parent, ts_error *
     return TS_OK;
 }
 
-int ts_ydoc_parse(ts_ydoc *d, const char *text, size_t len, const char *src,
-                  const ts_ylimits *lim, ts_error *err)
+/* Where the events of one value go: the open collections, innermost last. */
+typedef struct ystack {
+    int node[YDOC_DEPTH_CAP];
+    int depth, max_depth;
+} ystack;
+
+/* One event of a value (scalar, alias, collection start or end) into d. */
+static int add_event(ts_ydoc *d, const yaml_event_t *ev, ystack *st, ts_error *err)
+{
+    int parent = st->depth > 0 ? st->node[st->depth - 1] : -1;
+    switch (ev->type) {
+    case YAML_ALIAS_EVENT:
+        /* an alias lets a small file expand into a huge one; no schema here needs them */
+        return fail_at_mark(d, TS_EINPUT, &ev->start_mark, err,
+                            "YAML aliases (*name) are not supported");
+    case YAML_SCALAR_EVENT:
+        return add_scalar(d, ev, parent, err);
+    case YAML_MAPPING_START_EVENT:
+    case YAML_SEQUENCE_START_EVENT: {
+        if (st->depth >= st->max_depth) {
+            char what[96];
+            snprintf(what, sizeof what, "nesting deeper than %d levels", st->max_depth);
+            return fail_at_mark(d, TS_ELIMIT, &ev->start_mark, err, what);
+        }
+        int i = add_node(d, ev->type == YAML_MAPPING_START_EVENT ? TS_Y_MAP : TS_Y_SEQ,
+                         &ev->start_mark, parent, err);
+        if (i < 0)
+            return i;
+        if (parent < 0)
+            d->root = i;
+        st->node[st->depth++] = i;
+        return TS_OK;
+    }
+    case YAML_MAPPING_END_EVENT:
+    case YAML_SEQUENCE_END_EVENT:
+        if (st->depth > 0)
+            st->depth--;
+        return TS_OK;
+    default:
+        return TS_OK;
+    }
+}
+
+static int depth_cap(int max_depth)
+{
+    return max_depth < YDOC_DEPTH_CAP ? max_depth : YDOC_DEPTH_CAP;
+}
+
+void ts_ydoc_init(ts_ydoc *d, const char *src, int max_nodes)
 {
     memset(d, 0, sizeof *d);
     d->src = src ? src : "<input>";
     d->root = -1;
-    d->max_nodes = lim->max_nodes;
-    int max_depth = lim->max_depth < YDOC_DEPTH_CAP ? lim->max_depth : YDOC_DEPTH_CAP;
+    d->max_nodes = max_nodes;
+}
+
+void ts_ydoc_reset(ts_ydoc *d)
+{
+    for (int i = 0; i < d->n; i++)
+        free(d->v[i].text);
+    d->n = 0;
+    d->root = -1;
+}
+
+int ts_ydoc_add_value(ts_ydoc *d, yaml_parser_t *ps, const yaml_event_t *first, int max_depth,
+                      ts_error *err)
+{
+    ystack st = { .depth = 0, .max_depth = depth_cap(max_depth) };
+    int at = d->n;
+    int rc = add_event(d, first, &st, err);
+    while (rc == TS_OK && st.depth > 0) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(ps, &ev))
+            return ts_ydoc_syntax_error(d, ps, err);
+        rc = add_event(d, &ev, &st, err);
+        yaml_event_delete(&ev);
+    }
+    return rc == TS_OK ? at : rc;
+}
+
+int ts_ydoc_parse(ts_ydoc *d, const char *text, size_t len, const char *src,
+                  const ts_ylimits *lim, ts_error *err)
+{
+    ts_ydoc_init(d, src, lim->max_nodes);
     if (len > lim->max_bytes)
         return ts_fail(err, TS_ELIMIT, "%s: larger than %zu bytes", d->src, lim->max_bytes);
     yaml_parser_t ps;
     yaml_event_t ev;
-    int stack[YDOC_DEPTH_CAP];
-    int depth = 0, ndocs = 0, rc = TS_OK, done = 0;
+    ystack st = { .depth = 0, .max_depth = depth_cap(lim->max_depth) };
+    int ndocs = 0, rc = TS_OK, done = 0;
     if (!yaml_parser_initialize(&ps))
         return ts_fail(err, TS_ENOMEM, "%s: out of memory", d->src);
     yaml_parser_set_input_string(&ps, (const unsigned char *)(text ? text : ""), text ? len : 0);
     while (!done && rc == TS_OK) {
         if (!yaml_parser_parse(&ps, &ev)) {
-            rc = syntax_error(d, &ps, err);
+            rc = ts_ydoc_syntax_error(d, &ps, err);
             break;
         }
-        int parent = depth > 0 ? stack[depth - 1] : -1;
-        switch (ev.type) {
-        case YAML_STREAM_END_EVENT:
+        if (ev.type == YAML_STREAM_END_EVENT)
             done = 1;
-            break;
-        case YAML_DOCUMENT_START_EVENT:
-            if (++ndocs > 1)
-                rc = fail_at_mark(d, TS_EINPUT, &ev.start_mark, err,
-                                  "only one YAML document is allowed");
-            break;
-        case YAML_ALIAS_EVENT:
-            /* an alias lets a small file expand into a huge one; no schema here needs them */
-            rc = fail_at_mark(d, TS_EINPUT, &ev.start_mark, err,
-                              "YAML aliases (*name) are not supported");
-            break;
-        case YAML_SCALAR_EVENT:
-            rc = add_scalar(d, &ev, parent, err);
-            break;
-        case YAML_MAPPING_START_EVENT:
-        case YAML_SEQUENCE_START_EVENT: {
-            if (depth >= max_depth) {
-                char what[96];
-                snprintf(what, sizeof what, "nesting deeper than %d levels", max_depth);
-                rc = fail_at_mark(d, TS_ELIMIT, &ev.start_mark, err, what);
-                break;
-            }
-            int i = add_node(d, ev.type == YAML_MAPPING_START_EVENT ? TS_Y_MAP : TS_Y_SEQ,
-                             &ev.start_mark, parent, err);
-            if (i < 0) {
-                rc = i;
-                break;
-            }
-            if (parent < 0)
-                d->root = i;
-            stack[depth++] = i;
-            break;
-        }
-        case YAML_MAPPING_END_EVENT:
-        case YAML_SEQUENCE_END_EVENT:
-            if (depth > 0)
-                depth--;
-            break;
-        default:
-            break;
-        }
+        else if (ev.type == YAML_DOCUMENT_START_EVENT && ++ndocs > 1)
+            rc = fail_at_mark(d, TS_EINPUT, &ev.start_mark, err, "only one YAML document is allowed");
+        else
+            rc = add_event(d, &ev, &st, err);
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&ps);

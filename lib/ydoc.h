@@ -8,6 +8,7 @@
 #define TOPOSCOPE_YDOC_H
 
 #include <stddef.h>
+#include <yaml.h>
 #include "toposcope/error.h"
 
 enum { TS_Y_SCALAR, TS_Y_MAP, TS_Y_SEQ };
@@ -40,6 +41,18 @@ typedef struct ts_ydoc {
 int ts_ydoc_parse(ts_ydoc *d, const char *text, size_t len, const char *src,
                   const ts_ylimits *lim, ts_error *err);
 void ts_ydoc_free(ts_ydoc *d);
+
+/* Streaming: a reader of a large file walks its outer structure with libyaml itself and hands
+ * each small entry to this tree, so the schema getters below (and their messages) serve it too
+ * while memory stays one entry. init makes an empty tree, reset empties it keeping its storage,
+ * add_value appends the value that starts with event first (the caller still owns first; the
+ * rest of the value is pulled from ps) and returns its node index or an error code (< 0). */
+void ts_ydoc_init(ts_ydoc *d, const char *src, int max_nodes);
+void ts_ydoc_reset(ts_ydoc *d);
+int ts_ydoc_add_value(ts_ydoc *d, yaml_parser_t *ps, const yaml_event_t *first, int max_depth,
+                      ts_error *err);
+/* "SRC:LINE:COL: YAML syntax error: ..." for the parser's error. */
+int ts_ydoc_syntax_error(const ts_ydoc *d, const yaml_parser_t *ps, ts_error *err);
 
 /* Read a whole file of at most max bytes into a malloc'd buffer (NUL-terminated). */
 int ts_ydoc_read_file(const char *path, size_t max, char **buf, size_t *len, ts_error *err);

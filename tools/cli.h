@@ -11,6 +11,7 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 int cmd_sim(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_place(int argc, char **argv);
+int cmd_hints(int argc, char **argv);
 
 /* Print "toposcope CMD: message" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -19,6 +19,8 @@ static void usage(FILE *out)
             "  gen     write a generated fabric (fat tree, regular or irregular tree) as topology.conf\n"
             "  place   merge the switch tree with each node's hwloc tree, place ranks by a policy,\n"
             "          write rankfile, hostfile, machinefile and hierarchy hints\n"
+            "  hints   check a hints.yaml, print a rank's TOPOSCOPE_* environment, or run a task\n"
+            "          with it (srun toposcope hints --exec PROG)\n"
             "\n"
             "Run 'toposcope COMMAND --help' for the options of a command.\n");
 }
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
         return cmd_gen(argc - 1, argv + 1);
     if (!strcmp(cmd, "place"))
         return cmd_place(argc - 1, argv + 1);
+    if (!strcmp(cmd, "hints"))
+        return cmd_hints(argc - 1, argv + 1);
     fprintf(stderr, "toposcope: unknown command '%s'\n", cmd);
     usage(stderr);
     return CLI_USAGE;

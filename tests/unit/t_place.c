@@ -10,67 +10,10 @@
 #include "toposcope/groups.h"
 #include "toposcope/place.h"
 #include "toposcope/treeyaml.h"
+#include "placeset.h"
 
 static const char *two_leaves =
     "SwitchName=top Switches=leafa,leafb\nSwitchName=leafa Nodes=n[1-2]\nSwitchName=leafb Nodes=n[3-4]\n";
-
-typedef struct setup {
-    ts_fabric f;
-    ts_hwtree hw;
-    const ts_hwtree **of_node;
-    ts_hierarchy h;
-    ts_placement pl;
-    ts_groups g;
-    int rc;
-    ts_error err;
-} setup;
-
-static ts_policy policy(ts_placement_kind kind, int block, int cpus, int per_core, int per_node)
-{
-    ts_policy p;
-    ts_policy_default(&p);
-    p.kind = kind;
-    p.block_size = block;
-    p.cpus_per_rank = cpus;
-    p.ranks_per_core = per_core;
-    p.ranks_per_node = per_node;
-    return p;
-}
-
-/* Fabric (conf text) x one XML for every node; place nranks under p; groups. */
-static void run(setup *s, const char *conf, const char *xml, const ts_policy *p, int nranks)
-{
-    memset(s, 0, sizeof *s);
-    test_fabric(&s->f, conf);
-    if (ts_hwtree_load_xml(&s->hw, test_data("hwloc", xml), NULL, &s->err) != TS_OK) {
-        printf("Bail out! %s\n", s->err.text);
-        exit(1);
-    }
-    s->of_node = malloc(sizeof *s->of_node * (size_t)s->f.nnodes);
-    for (int i = 0; i < s->f.nnodes; i++)
-        s->of_node[i] = &s->hw;
-    s->rc = ts_hierarchy_build(&s->h, &s->f, s->of_node, &s->err);
-    ts_place_options o = { nranks, 0 };
-    if (s->rc == TS_OK)
-        s->rc = ts_place(&s->h, p, &o, &s->pl, &s->err);
-    if (s->rc == TS_OK)
-        s->rc = ts_groups_compute(&s->g, &s->h, &s->pl, &s->err);
-}
-
-static void done(setup *s)
-{
-    ts_groups_free(&s->g);
-    ts_placement_free(&s->pl);
-    ts_hierarchy_free(&s->h);
-    ts_hwtree_free(&s->hw);
-    free(s->of_node);
-    ts_fabric_free(&s->f);
-}
-
-static const char *host(const setup *s, int r)
-{
-    return s->f.v[s->f.node_vertex[s->pl.rank[r].node]].name;
-}
 
 static int first_core(const setup *s, int r)
 {
