@@ -612,19 +612,19 @@ const char *ts_hints_node(const ts_hints *h, int m)
 
 int ts_hints_on_this_host(const char *node, char *host, size_t max)
 {
-    char name[TS_HINTS_NODE_MAX];
+    /* Slurm's name is the one hints use; the host name may differ (NodeHostname) */
     const char *slurm = getenv("SLURMD_NODENAME");
+    if (slurm && *slurm) {
+        snprintf(host, max, "%s (SLURMD_NODENAME)", slurm);
+        return !strcmp(slurm, node);
+    }
+    char name[TS_HINTS_NODE_MAX];
     if (gethostname(name, sizeof name) != 0)
         name[0] = '\0';
     name[sizeof name - 1] = '\0';
-    size_t shortlen = strcspn(name, ".");
-    int same = (slurm && !strcmp(slurm, node)) ||
-               (*name && strlen(node) == shortlen && !strncmp(name, node, shortlen));
-    if (slurm && *slurm && strcmp(slurm, name))
-        snprintf(host, max, "%s (SLURMD_NODENAME %s)", name, slurm);
-    else
-        snprintf(host, max, "%s", name);
-    return same;
+    name[strcspn(name, ".")] = '\0';
+    snprintf(host, max, "%s", name);
+    return *name && !strcmp(name, node);
 }
 
 /* ---- environment ---- */

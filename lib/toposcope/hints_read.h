@@ -81,8 +81,8 @@ void ts_hints_level_list(const ts_hints *h, char *buf, size_t max);
 const char *ts_hints_node(const ts_hints *h, int m);
 
 /* Whether node (a Slurm node name from the hints) is the host this process runs on: equal to
- * $SLURMD_NODENAME (Slurm's name for the node, set in every task) or to the host name up to its
- * first dot. host gets the name(s) compared, for messages. */
+ * $SLURMD_NODENAME where that is set (Slurm's name for the node, in every task of a job), else
+ * to the host name up to its first dot. host gets the name compared, for messages. */
 int ts_hints_on_this_host(const char *node, char *host, size_t max);
 
 /* ---- the environment of one member ----
