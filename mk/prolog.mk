@@ -1,0 +1,34 @@
+# The node agent: build/bin/toposcope-prolog (prolog/), its unit test and the testbed helper.
+#   make prolog      the agent, build/tests/t_wire.t and build/bin/toposcope-treecmp
+# prolog/ may use libslurm (hostlists), libmunge and libsodium; lib/ may not.
+
+PROLOG_SRC   := prolog/agent.c prolog/cred.c prolog/wire.c
+PROLOG_OBJ   := $(PROLOG_SRC:%.c=$(BUILD)/obj/%.o)
+PROLOG_HDR   := $(wildcard prolog/*.h)
+PROLOG_LIBS  := -lslurm -lmunge -lsodium -lpthread
+PROLOG_BIN   := $(BUILD)/bin/toposcope-prolog
+WIRE_TEST    := $(BUILD)/tests/t_wire.t
+TREECMP      := $(BUILD)/bin/toposcope-treecmp
+
+.PHONY: prolog
+all: $(PROLOG_BIN) $(WIRE_TEST) $(TREECMP)
+prolog: $(PROLOG_BIN) $(WIRE_TEST) $(TREECMP)
+
+$(BUILD)/obj/prolog/%.o: prolog/%.c $(PROLOG_HDR) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Iprolog -c $< -o $@
+
+$(PROLOG_BIN): $(BUILD)/obj/prolog/main.o $(PROLOG_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIB_A) $(LDLIBS) $(PROLOG_LIBS)
+
+# The wire format alone (no Slurm, no MUNGE): TAP, run by make check with the unit tests.
+$(WIRE_TEST): tests/prolog/t_wire.c $(BUILD)/obj/prolog/wire.o $(LIB_A) $(HEADERS) $(PROLOG_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Iprolog -Itests/unit -o $@ $< $(BUILD)/obj/prolog/wire.o $(LIB_A) $(LDLIBS) -lsodium
+
+$(TREECMP): tests/testbed/treecmp.c $(LIB_A) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+UNIT_BIN += $(WIRE_TEST)

@@ -1,0 +1,66 @@
+/* toposcope agents — one agent per node of a job; the first node's agent also leads.
+ *
+ * Time line of one agent (t0 = its start, B = the budget):
+ *   rendezvous   workers send HELLO to the leader's candidate ports until the leader answers
+ *                with a MUNGE credential holding the session key, then JOIN (MAC'd); the leader
+ *                admits nodes until all joined or RDV_SHARE of B has passed;
+ *   measurement  the leader runs ts_measure_run() over a UDP transport: per round it tells each
+ *                initiator its partner, initiators ping-pong and report their pair statistics;
+ *   distribution the leader sends every admitted agent the result files and waits for DONE;
+ *   spool        every agent writes its job spool directory; an agent that heard nothing usable
+ *                by t0 + B writes the fallback result (hostlist order) with the reason.
+ * Whatever happens, an agent returns by t0 + B + AGENT_GRACE_MS. */
+#ifndef TOPOSCOPE_AGENT_H
+#define TOPOSCOPE_AGENT_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "toposcope/discover.h"
+#include "toposcope/probe.h"
+#include "wire.h"
+
+#define AGENT_GRACE_MS 150     /* past the budget: writing the fallback; the issue allows 200 */
+
+/* How the session key reaches workers: MUNGE in prolog mode (cred.c); step mode may pass it
+ * through PMIx instead. encode returns a malloc'd credential text. */
+typedef struct agent_keyx {
+    char *(*encode)(void *ctx, const uint8_t *payload, size_t len, char *why, size_t whylen);
+    /* fills payload (at most *len bytes), *len, and the encoder's uid; 0 on success */
+    int (*decode)(void *ctx, const char *cred, uint8_t *payload, size_t *len, uid_t *uid, char *why,
+                  size_t whylen);
+    void *ctx;
+    uid_t expect_uid;          /* the only uid whose credential a worker accepts */
+} agent_keyx;
+
+typedef struct agent_config {
+    uint32_t job;
+    int nnodes;
+    char **names;              /* hostlist order: names[0] leads */
+    int self;
+    struct sockaddr_in *addrs; /* each node's IPv4 address (port ignored) */
+    int port_base, port_span;
+    int port_candidates;       /* leader ports tried in order (bounded by port_span) */
+    double budget_ms;
+    ts_stop_rule rule;
+    double probe_timeout_us;
+    ts_method method;
+    const char *spool_parent;  /* the job's directory is spool_parent/<job> */
+    uid_t job_uid;
+    gid_t job_gid;
+    int pin_cpu;               /* pin the agent to one CPU while probing */
+    const char *mode;          /* "prolog" or "step", recorded in status.yaml */
+    agent_keyx keyx;
+    int verbose;
+} agent_config;
+
+void agent_config_default(agent_config *c);
+
+/* Run this node's agent (and the leader when self == 0). Returns 0 when the spool directory
+ * was written (with status measured, partial or fallback), 1 when not even that was possible. */
+int agent_run(const agent_config *c);
+
+/* The leader's rendezvous port candidates: port_base + (job + k) mod port_span. */
+uint16_t agent_port_candidate(const agent_config *c, int k);
+
+#endif
