@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")/.."
 
 CC=${CC:-cc}
-FLAGS=(-std=c11 -D_GNU_SOURCE -Ilib -O0 -g -fsanitize=address,undefined -fno-sanitize-recover=all
+FLAGS=(-std=c11 -D_GNU_SOURCE -Ilib -Iprolog -O0 -g -fsanitize=address,undefined -fno-sanitize-recover=all
        -fno-omit-frame-pointer)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
@@ -19,7 +19,8 @@ echo "1..$(( ${#targets[@]} + 1 ))"
 
 # lib/ once, two compilers at a time; the -O0 build keeps this well under the time budget
 mkdir -p "$work/obj"
-if printf '%s\n' lib/*.c tests/fuzz/replay_main.c |
+# prolog/wire.c: the agents' wire parser (mk/fuzz.mk FUZZ_EXTRA_SRC), free of Slurm and MUNGE
+if printf '%s\n' lib/*.c prolog/wire.c tests/fuzz/replay_main.c |
      xargs -P 2 -I{} sh -c 'obj="$1/$(echo "$2" | tr / _).o" src="$2"; shift 2; exec "$@" -c "$src" -o "$obj"' \
        _ "$work/obj" {} "$CC" "${FLAGS[@]}" 2> "$work/build.log"; then
   echo "ok 1 - lib/ and the replay driver build with sanitizers"
@@ -37,7 +38,7 @@ for src in "${targets[@]}"; do
   name=$(basename "$src" .c)
   corpus=tests/fuzz/corpus/$name
   bin=$work/$name
-  if ! "$CC" "${FLAGS[@]}" -o "$bin" "$src" "$work"/obj/*.o -lyaml -lhwloc -lm 2> "$work/$name.log"; then
+  if ! "$CC" "${FLAGS[@]}" -o "$bin" "$src" "$work"/obj/*.o -lyaml -lhwloc -lsodium -lm 2> "$work/$name.log"; then
     echo "not ok $n - $name builds"
     sed 's/^/# /' "$work/$name.log" | head -20
     continue
