@@ -1124,6 +1124,7 @@ static void leader_status(leader *L, const ts_measure *m, int measured, const ch
     fprintf(f, "]\nfallback_order: hostlist\n");
     fprintf(f, "budget_ms: %g\n", c->budget_ms);
     fprintf(f, "method: %s\n", ts_method_name(c->method));
+    fprintf(f, "job_uid: %u\njob_gid: %u\n", (unsigned)c->job_uid, (unsigned)c->job_gid);
     fprintf(f, "# leader's clock, ms since it started\n");
     fprintf(f, "rendezvous_ms: %.1f\n", L->t_rdv);
     if (m) {

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <netdb.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,8 @@ static void usage(FILE *out)
             "                       P + (ID mod K), or the next one when that is busy\n"
             "  --spool DIR          parent of the job's directory (default /var/spool/toposcope)\n"
             "  --uid UID --gid GID  the job's user and group: the job directory is group GID, 0750\n"
-            "                       (default: $SLURM_JOB_UID, $SLURM_JOB_GID, else root)\n"
+            "                       (default: $SLURM_JOB_UID, $SLURM_JOB_GID; without a gid, the\n"
+            "                       user's primary group; neither: root)\n"
             "  --method NAME        discovery method: fast (default), allpairs or shirai\n"
             "  --probe-timeout-ms MS  a probe unanswered this long is lost (default 10)\n"
             "  --max-samples N      most round trips per pair (default 32)\n"
@@ -188,6 +190,12 @@ int main(int argc, char **argv)
         if (parse_uint(gid_s, UINT32_MAX - 1, &v))
             return bad("--gid (or SLURM_JOB_GID) wants a numeric gid, not '%s'", gid_s);
         c.job_gid = (gid_t)v;
+    } else if (uid_s) {
+        /* the job directory is shared through the user's primary group */
+        struct passwd *pw = getpwuid(c.job_uid);
+        if (!pw)
+            return bad("uid %s has no passwd entry: give its group with --gid", uid_s);
+        c.job_gid = pw->pw_gid;
     }
     if (c.port_candidates > c.port_span)
         c.port_candidates = c.port_span;
