@@ -29,7 +29,7 @@ xml=tests/data/hwloc/2pack-2numa-8core-ht.xml
 mpi() { timeout 60 mpirun --oversubscribe --bind-to none "$@"; }
 # the program's "rank=R host=H level=L ..." lines without the host, against hints_expect.awk
 sizes_match() {   # OUTPUT HINTS
-  grep '^rank=[0-9]* host=' "$1" | sed 's/ host=[^ ]*//' | sort > "$tmp/got"
+  grep '^rank=[0-9]* host=[^ ]* level=' "$1" | sed 's/ host=[^ ]*//' | sort > "$tmp/got"
   awk -f tests/hints_expect.awk "$2" | sort > "$tmp/want"
   [ -s "$tmp/want" ] && diff "$tmp/want" "$tmp/got" > "$tmp/diff"
 }
@@ -46,6 +46,11 @@ ok $? "toposcope place: 8 ranks spread over the packages of this host"
 hints=$tmp/p/hints.yaml
 
 # --- toposcope hints ---
+"$bin" --help | grep -q "^  hints "; ok $? "toposcope --help lists hints"
+"$bin" hints --help > "$tmp/help"; ok $? "hints --help"
+for opt in --hints --rank --node --exec; do
+  grep -q -- "$opt" "$tmp/help"; ok $? "hints --help documents $opt"
+done
 "$bin" hints --hints "$hints" > "$tmp/sum" 2>&1
 ok $? "toposcope hints checks the file"
 grep -q '^  package          2 groups of 4..4 ranks$' "$tmp/sum"; ok $? "and reports 2 package groups of 4 ranks"

@@ -2,6 +2,7 @@
 # level, as "rank=R level=L group=G leader=X size=S" (sorted): the size of a rank's group is the
 # number of ranks with the same group id at that level. Used by tests/hints.t and
 # tests/testbed-hints.t to hold the program's communicators against the file.
+# With -v what=cpus: "rank=R cpus=LIST", the CPUs hints.yaml gives each rank (its binding).
 /^  - \{name: / {
     name = $3; sub(/,$/, "", name); level[nlevels++] = name; next
 }
@@ -13,9 +14,15 @@
     for (l = 1; l <= ng; l++) {
         grp[r, l - 1] = gs[l]; lead[r, l - 1] = ls[l]; size[l - 1, gs[l]]++
     }
+    c = $0; sub(/.*cpus: "/, "", c); sub(/".*/, "", c); cpus[r] = c
     ranks[nranks++] = r
 }
 END {
+    if (what == "cpus") {
+        for (i = 0; i < nranks; i++)
+            printf "rank=%s cpus=%s\n", ranks[i], cpus[ranks[i]]
+        exit
+    }
     for (i = 0; i < nranks; i++)
         for (l = 0; l < nlevels; l++) {
             r = ranks[i]

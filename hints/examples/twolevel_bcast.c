@@ -10,15 +10,39 @@
  * for every level, its group, whether it leads it and the size of its communicator there, one
  * line each, so a test can hold them against hints.yaml:
  *   rank=R host=H level=L group=G leader=0|1 size=S
- * then "rank=R origin=environment|PATH" and, after the broadcast, "rank=R bcast=V ok|WRONG".
+ * then "rank=R origin=environment|PATH", "rank=R host=H cpus=LIST" (the CPUs it may run on, to
+ * hold against the cpus hints.yaml gives it) and, after the broadcast, "rank=R bcast=V ok|WRONG".
  * Rank 0 ends with a summary. Exit status 0 when every rank got VALUE, 1 otherwise, 2 when the
  * hints are missing or wrong (each rank prints why). */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <mpi.h>
 #include "toposcope/hints.h"
+
+/* The CPUs this process may run on as a list ("0-1,4"), the form hints.yaml uses. */
+static void cpu_list(char *out, size_t max)
+{
+    cpu_set_t set;
+    size_t used = 0;
+    out[0] = '\0';
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        snprintf(out, max, "?");
+        return;
+    }
+    for (int c = 0; c < CPU_SETSIZE && used < max; c++) {
+        if (!CPU_ISSET(c, &set) || (c > 0 && CPU_ISSET(c - 1, &set)))
+            continue;
+        int last = c;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set))
+            last++;
+        int w = last > c ? snprintf(out + used, max - used, "%s%d-%d", used ? "," : "", c, last)
+                         : snprintf(out + used, max - used, "%s%d", used ? "," : "", c);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
 
 static int report(int rank, const char *what, int rc)
 {
@@ -73,6 +97,9 @@ int main(int argc, char **argv)
         rc = report(rank, "toposcope_hints_origin", toposcope_hints_origin(origin, sizeof origin));
     if (rc == MPI_SUCCESS)
         printf("rank=%d origin=%s\n", rank, origin);
+    char cpus[1024];
+    cpu_list(cpus, sizeof cpus);
+    printf("rank=%d host=%s cpus=%s\n", rank, host, cpus);
     MPI_Comm group = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
     int gid = 0, leader = 0;
     if (rc == MPI_SUCCESS)
