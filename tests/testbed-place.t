@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # toposcope place against real Open MPI on the emulated cluster (TAP): 8 nodes on etc/demo, this
-# machine's hwloc tree for each, 16 ranks with the spread and compact policies; mpirun inside an
-# sbatch job takes each rankfile, and --report-bindings shows every rank on the node and core
-# the rankfile asked for. Bounded like tests/testbed.t: timeouts, a watchdog, down on every exit.
+# machine's hwloc tree for each, 16 ranks with the spread, compact and block policies; mpirun
+# inside an sbatch job takes each rankfile, and --report-bindings shows every rank on the node
+# and core the rankfile asked for (multi-core slots: tests/testbed-hints.t). Bounded like
+# tests/testbed.t: timeouts, a watchdog, down on every exit.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 . "$REPO/tests/testbed/lib.sh"
@@ -19,7 +20,7 @@ ok() {
 }
 diag() { sed 's/^/# /'; }
 
-echo "1..7"
+echo "1..9"
 if [ "$(id -u)" -ne 0 ]; then
   echo "Bail out! the testbed needs root (namespaces, TAP devices, daemons)"
   exit 1
@@ -61,6 +62,7 @@ EOF
 }
 check_policy spread
 check_policy compact
+check_policy block
 # spread alternates the two leaf switches: ranks 0 and 1 on different leaves of etc/demo
 sed -n 1,2p "$jobdir/spread/hostfile" | tr '\n' ' ' | grep -qx "node1 node5 "
 ok $? "spread puts ranks 0 and 1 under different leaf switches (node1, node5)"
