@@ -90,6 +90,7 @@ typedef struct fast {
     int nambiguous, capambiguous;
     ts_stop_rule rule;
     double min_gap;         /* smallest relative gap accepted anywhere, for the report */
+    double noise_floor_us;  /* the largest noise floor of a lowest class measured so far */
 } fast;
 
 static int uf_find(int *uf, int x)
@@ -256,6 +257,12 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
         double med = ts_median(low, (int)nlow);
         floor_us = GAP_NOISE * 1.4826 * ts_mad(low, (int)nlow, med);
         free(low);
+        if (floor_us > F->noise_floor_us)
+            F->noise_floor_us = floor_us;
+    } else {
+        /* too few pairs to see their own noise (a leaf of four nodes has six): pairs of one
+         * level differ by as much everywhere, so the floor seen higher up holds here */
+        floor_us = F->noise_floor_us;
     }
     long best = 0;
     double best_gap = GAP_MIN;
