@@ -333,9 +333,16 @@ static void worker_pin(worker *w)
     if (!w->c->pin_cpu || w->pinned)
         return;
     /* One CPU for the whole probing phase: the timestamps of a ping-pong then come from one
-     * core's clock path and the scheduler does not migrate us mid-sample. */
-    int cpu = sched_getcpu();
-    if (cpu < 0 || sched_getaffinity(0, sizeof w->saved_cpus, &w->saved_cpus) != 0)
+     * core's clock path and the scheduler does not migrate us mid-sample. Which one: the
+     * allowed CPU at (node index mod allowed CPUs), so agents sharing a machine (several jobs
+     * on a node, or an emulated cluster) spread instead of piling onto wherever they started. */
+    if (sched_getaffinity(0, sizeof w->saved_cpus, &w->saved_cpus) != 0)
+        return;
+    int nallowed = CPU_COUNT(&w->saved_cpus), want = w->c->self % (nallowed ? nallowed : 1), cpu = -1;
+    for (int i = 0, k = 0; i < CPU_SETSIZE && cpu < 0; i++)
+        if (CPU_ISSET(i, &w->saved_cpus) && k++ == want)
+            cpu = i;
+    if (cpu < 0)
         return;
     cpu_set_t one;
     CPU_ZERO(&one);
