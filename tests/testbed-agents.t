@@ -26,21 +26,7 @@ FAULT_BUDGET=3000    # ms, the runs where something is broken
 GRACE=200            # ms the issue allows past the budget
 PORT_BASE=47000 PORT_SPAN=1000
 
-n=0 failed=0
-ok() {      # COND-STATUS DESCRIPTION
-  n=$((n + 1))
-  if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-diag() { sed 's/^/# /'; }
-
-echo "1..45"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "Bail out! the testbed needs root (namespaces, TAP devices, daemons)"
-  exit 1
-fi
-for bin in "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"; do
-  [ -x "$bin" ] || { echo "Bail out! $bin is missing (make)"; exit 1; }
-done
+tb_tap_begin 45 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
 command -v python3 >/dev/null || { echo "Bail out! python3 is needed to forge datagrams"; exit 1; }
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -346,5 +332,5 @@ ok $? "a node without an address: exit 2, names the fix"
 "$PROLOG" --help | grep -q -- '--budget-ms'
 ok $? "--help describes the options"
 
-[ $n -eq 45 ] || echo "# planned 45 tests, ran $n"
-exit $((failed > 0))
+[ $tb_tap_ran -eq 45 ] || echo "# planned 45 tests, ran $tb_tap_ran"
+exit $((tb_tap_failed > 0))

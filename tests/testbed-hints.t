@@ -26,21 +26,7 @@ BIN=$TB_BUILD/bin/toposcope
 EXAMPLE=$TB_BUILD/bin/twolevel_bcast
 export SLURM_CONF=$TB_CONF
 
-n=0
-ok() {
-  n=$((n + 1))
-  if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
-}
-diag() { sed 's/^/# /'; }
-
-echo "1..23"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "Bail out! the testbed needs root (namespaces, TAP devices, daemons)"
-  exit 1
-fi
-for bin in "$TB_FABEMU" "$TB_UDPING" "$BIN" "$EXAMPLE"; do
-  [ -x "$bin" ] || { echo "Bail out! $bin is missing (make; twolevel_bcast needs mpicc)"; exit 1; }
-done
+tb_tap_begin 23 "make; twolevel_bcast needs mpicc" "$TB_FABEMU" "$TB_UDPING" "$BIN" "$EXAMPLE"
 
 tb_test_up hints-t 8 "$FABRIC" "$PARAMS" "up brings the 8-node testbed up"
 

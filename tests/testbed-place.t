@@ -13,21 +13,7 @@ PARAMS=$REPO/etc/demo/params.yaml
 BIN=$TB_BUILD/bin/toposcope
 export SLURM_CONF=$TB_CONF
 
-n=0
-ok() {
-  n=$((n + 1))
-  if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
-}
-diag() { sed 's/^/# /'; }
-
-echo "1..9"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "Bail out! the testbed needs root (namespaces, TAP devices, daemons)"
-  exit 1
-fi
-for bin in "$TB_FABEMU" "$TB_UDPING" "$BIN"; do
-  [ -x "$bin" ] || { echo "Bail out! $bin is missing (make)"; exit 1; }
-done
+tb_tap_begin 9 "make" "$TB_FABEMU" "$TB_UDPING" "$BIN"
 
 tb_test_up place-t 7 "$FABRIC" "$PARAMS" "up brings the 8-node testbed up"
 

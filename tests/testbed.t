@@ -19,21 +19,7 @@ SAMPLES=60
 PORT=7979
 export SLURM_CONF=$TB_CONF
 
-n=0 failed=0
-ok() {      # COND-STATUS DESCRIPTION
-  n=$((n + 1))
-  if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-diag() { sed 's/^/# /'; }
-
-echo "1..17"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "Bail out! the testbed needs root (namespaces, TAP devices, daemons)"
-  exit 1
-fi
-for bin in "$TB_FABEMU" "$TB_UDPING"; do
-  [ -x "$bin" ] || { echo "Bail out! $bin is missing (make testbed)"; exit 1; }
-done
+tb_tap_begin 17 "make testbed" "$TB_FABEMU" "$TB_UDPING"
 
 # ---- up -----------------------------------------------------------------------------------------
 tb_test_up testbed-t 8 "$FABRIC" "$PARAMS" "up brings 8 nodes, slurmctld and 8 slurmds up"
@@ -178,4 +164,4 @@ ok $? "down leaves none of the testbed's processes ${alive:+(alive:$alive)}"
 ok $? "down leaves no /etc/hosts line"
 timeout 60 "$TB_DIR/down" > "$work/down2.out" 2>&1
 ok $? "down is safe to run twice"
-[ $failed -eq 0 ]
+[ $tb_tap_failed -eq 0 ]

@@ -188,3 +188,31 @@ tb_teardown() {
   # 5. Runtime state; logs and generated configs stay for post-mortems.
   rm -rf "$TB_STATE/run" "$TB_STATE/slurmctld" "$TB_STATE/slurmd" "$TB_STATE/fingerprint"
 }
+
+# TAP for the testbed tests (tests/testbed*.t): the plan and the bail-outs every one starts
+# with (root; the programs it runs, HINT saying how to build them), then ok STATUS DESCRIPTION
+# and diag (stdin as comment lines). tb_tap_ran and tb_tap_failed count.
+tb_tap_ran=0 tb_tap_failed=0
+ok() {      # COND-STATUS DESCRIPTION
+  tb_tap_ran=$((tb_tap_ran + 1))
+  if [ "$1" -eq 0 ]; then
+    echo "ok $tb_tap_ran - $2"
+  else
+    echo "not ok $tb_tap_ran - $2"
+    tb_tap_failed=$((tb_tap_failed + 1))
+  fi
+}
+diag() { sed 's/^/# /'; }
+
+tb_tap_begin() {   # PLAN HINT PROGRAM...
+  local plan=$1 hint=$2 bin
+  shift 2
+  echo "1..$plan"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "Bail out! the testbed needs root (namespaces, TAP devices, daemons)"
+    exit 1
+  fi
+  for bin in "$@"; do
+    [ -x "$bin" ] || { echo "Bail out! $bin is missing ($hint)"; exit 1; }
+  done
+}
