@@ -2,7 +2,7 @@
 #   make            build build/bin/toposcope and build/lib/libtoposcope.a
 #   make deps       install the Debian packages the build and the tests need (idempotent)
 #   make check      deps + build + every test through prove (TAP)
-#   make asan       unit tests under AddressSanitizer + UBSan
+#   make asan       unit tests (tests/unit and each part's, e.g. t_wire) under AddressSanitizer + UBSan
 #   make fuzz       fuzz the parsers (FUZZ_SECONDS each, default 300)
 #   make bench      benchmarks; writes bench/RESULTS.md
 
@@ -60,7 +60,7 @@ check: deps
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOPOSCOPE_BUILD=$(abspath build-asan) \
-	  prove --exec '' $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%.t)
+	  prove --exec '' $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_BIN))
 
 FUZZ_SECONDS ?= 300
 
