@@ -1,18 +1,23 @@
-# The node agent: build/bin/toposcope-prolog (prolog/), its unit test and the testbed helper.
-#   make prolog      the agent, build/tests/t_wire.t and build/bin/toposcope-treecmp
-# prolog/ may use libslurm (hostlists), libmunge and libsodium; lib/ may not.
+# The node agent: build/bin/toposcope-prolog (prolog/), the same agents as a job step behind
+# `toposcope probe` (build/bin/toposcope-probe, PMIx rendezvous), the wire unit test and the
+# testbed helper.
+#   make prolog      both programs, build/tests/t_wire.t and build/bin/toposcope-treecmp
+# prolog/ may use libslurm (hostlists), libmunge, libsodium and libpmix; lib/ may not.
 
-PROLOG_SRC   := prolog/agent.c prolog/cred.c prolog/wire.c
+PROLOG_SRC   := prolog/agent.c prolog/cred.c prolog/options.c prolog/wire.c
 PROLOG_OBJ   := $(PROLOG_SRC:%.c=$(BUILD)/obj/%.o)
 PROLOG_HDR   := $(wildcard prolog/*.h)
 PROLOG_LIBS  := -lslurm -lmunge -lsodium -lpthread
 PROLOG_BIN   := $(BUILD)/bin/toposcope-prolog
 WIRE_TEST    := $(BUILD)/tests/t_wire.t
 TREECMP      := $(BUILD)/bin/toposcope-treecmp
+PROBE_BIN    := $(BUILD)/bin/toposcope-probe
+PMIX_CFLAGS  := $(shell pkg-config --cflags pmix 2>/dev/null)
+PMIX_LIBS    := $(shell pkg-config --libs pmix 2>/dev/null || echo -lpmix)
 
 .PHONY: prolog
-all: $(PROLOG_BIN) $(WIRE_TEST) $(TREECMP)
-prolog: $(PROLOG_BIN) $(WIRE_TEST) $(TREECMP)
+all: $(PROLOG_BIN) $(PROBE_BIN) $(WIRE_TEST) $(TREECMP)
+prolog: $(PROLOG_BIN) $(PROBE_BIN) $(WIRE_TEST) $(TREECMP)
 
 $(BUILD)/obj/prolog/%.o: prolog/%.c $(PROLOG_HDR) $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -21,6 +26,15 @@ $(BUILD)/obj/prolog/%.o: prolog/%.c $(PROLOG_HDR) $(HEADERS)
 $(PROLOG_BIN): $(BUILD)/obj/prolog/main.o $(PROLOG_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIB_A) $(LDLIBS) $(PROLOG_LIBS)
+
+# toposcope probe: the agents without libslurm, rendezvous through PMIx
+$(BUILD)/obj/prolog/probe.o: prolog/probe.c $(PROLOG_HDR) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PMIX_CFLAGS) -Iprolog -c $< -o $@
+
+$(PROBE_BIN): $(BUILD)/obj/prolog/probe.o $(PROLOG_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIB_A) $(LDLIBS) $(PMIX_LIBS) -lmunge -lsodium -lpthread
 
 # The wire format alone (no Slurm, no MUNGE): TAP, run by make check with the unit tests.
 $(WIRE_TEST): tests/prolog/t_wire.c $(BUILD)/obj/prolog/wire.o $(LIB_A) $(HEADERS) $(PROLOG_HDR)

@@ -62,11 +62,24 @@ void agent_config_default(agent_config *c)
     c->job_gid = 0;
     c->pin_cpu = 1;
     c->mode = "prolog";
+    c->step = AGENT_NO_STEP;
+    c->write_out = 1;
 }
 
 uint16_t agent_port_candidate(const agent_config *c, int k)
 {
     return (uint16_t)(c->port_base + (int)(((uint64_t)c->job + (uint64_t)k) % (uint64_t)c->port_span));
+}
+
+static void say(const agent_config *c, const char *fmt, va_list ap)
+{
+    /* step mode learns the names in the exchange: before it, the rank stands for the node */
+    if (c->names)
+        fprintf(stderr, "toposcope-%s[%s]: ", c->rdv.exchange ? "probe" : "prolog", c->names[c->self]);
+    else
+        fprintf(stderr, "toposcope-probe[rank %d]: ", c->self);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
 }
 
 static void vlog(const agent_config *c, const char *fmt, ...) TS_PRINTF(2, 3);
@@ -76,9 +89,16 @@ static void vlog(const agent_config *c, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "toposcope-prolog[%s]: ", c->names[c->self]);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say(c, fmt, ap);
+    va_end(ap);
+}
+
+static void agent_err(const agent_config *c, const char *fmt, ...) TS_PRINTF(2, 3);
+static void agent_err(const agent_config *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say(c, fmt, ap);
     va_end(ap);
 }
 
@@ -134,8 +154,33 @@ static ssize_t recv_until(int fd, double until, uint8_t *buf, size_t cap, struct
 /* The job's directory under the spool parent: created by us, never through a symlink, owned by
  * root (the agent's euid) with the job's group, 0750, so the job's user (through its primary
  * group) reads it and nobody else does. */
+static int out_dir_open(const agent_config *c, ts_error *err)
+{
+    /* step mode: the user's own directory, made if missing; an existing one keeps its mode */
+    if (mkdir(c->out_dir, 0750) != 0 && errno != EEXIST)
+        return ts_fail(err, TS_ESYS, "cannot create %s: %s (choose another --out)", c->out_dir,
+                       strerror(errno));
+    int fd = open(c->out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return ts_fail(err, TS_ESYS, "cannot open %s: %s (--out wants a directory, not a symlink)",
+                       c->out_dir, strerror(e));
+    }
+    if (st.st_uid != geteuid()) {
+        close(fd);
+        return ts_fail(err, TS_EINPUT, "%s belongs to uid %u, not to you: choose another --out",
+                       c->out_dir, (unsigned)st.st_uid);
+    }
+    return fd;
+}
+
 static int spool_open(const agent_config *c, ts_error *err)
 {
+    if (c->out_dir)
+        return out_dir_open(c, err);
     char job[16];
     snprintf(job, sizeof job, "%u", c->job);
     /* the parent: created if missing (0755, like /var/spool), but never a symlink */
@@ -534,6 +579,10 @@ static char *concat(const char *a, const char *b)
 static int worker_write(worker *w, ts_error *err)
 {
     const agent_config *c = w->c;
+    if (!c->write_out) {
+        w->wrote = 1;
+        return TS_OK;
+    }
     int dirfd = spool_open(c, err);
     if (dirfd < 0)
         return dirfd;
@@ -604,14 +653,19 @@ static int worker_fallback(worker *w, const char *reason, ts_error *err)
     return worker_write(w, err);
 }
 
-static int worker_take_key(worker *w, const uint8_t *payload, const wire_hdr *h)
+/* The credential's payload: job and step (big-endian) and the session key. */
+#define CRED_PAYLOAD (8 + WIRE_KEY_BYTES)
+
+static uint32_t get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Take the session key from the leader's credential, if the job's expected uid made it for
+ * this job and step; otherwise say why in leader_why. */
+static int worker_accept_cred(worker *w, const char *cred)
 {
     const agent_config *c = w->c;
-    char cred[WIRE_CRED_MAX + 1];
-    if (wire_key_decode(payload, h->length, cred, sizeof cred) != 0) {
-        w->cnt.drop[WIRE_DROP_PAYLOAD]++;
-        return -1;
-    }
     uint8_t pl[64];
     size_t len = sizeof pl;
     uid_t uid;
@@ -621,22 +675,30 @@ static int worker_take_key(worker *w, const uint8_t *payload, const wire_hdr *h)
         w->cnt.drop[WIRE_DROP_AUTH]++;
         return -1;
     }
-    uint32_t job = len == 4 + WIRE_KEY_BYTES ? (uint32_t)pl[0] << 24 | (uint32_t)pl[1] << 16 |
-                                                   (uint32_t)pl[2] << 8 | pl[3]
-                                             : 0;
-    if (uid != c->keyx.expect_uid || job != c->job) {
+    uint32_t job = len == CRED_PAYLOAD ? get_be32(pl) : 0, step = len == CRED_PAYLOAD ? get_be32(pl + 4) : 0;
+    if (uid != c->keyx.expect_uid || len != CRED_PAYLOAD || job != c->job || step != c->step) {
         snprintf(w->leader_why, sizeof w->leader_why,
-                 "the leader's credential was made by uid %u for job %u (want uid %u, job %u)",
-                 (unsigned)uid, job, (unsigned)c->keyx.expect_uid, c->job);
+                 "the leader's credential was made by uid %u for job %u step %d (want uid %u, job %u step %d)",
+                 (unsigned)uid, job, (int)step, (unsigned)c->keyx.expect_uid, c->job, (int)c->step);
         w->cnt.drop[WIRE_DROP_AUTH]++;
         sodium_memzero(pl, sizeof pl);
         return -1;
     }
-    memcpy(w->key, pl + 4, WIRE_KEY_BYTES);
+    memcpy(w->key, pl + 8, WIRE_KEY_BYTES);
     sodium_memzero(pl, sizeof pl);
     wire_keys_derive(&w->keys, w->key);
     w->have_key = 1;
     return 0;
+}
+
+static int worker_take_key(worker *w, const uint8_t *payload, const wire_hdr *h)
+{
+    char cred[WIRE_CRED_MAX + 1];
+    if (wire_key_decode(payload, h->length, cred, sizeof cred) != 0) {
+        w->cnt.drop[WIRE_DROP_PAYLOAD]++;
+        return -1;
+    }
+    return worker_accept_cred(w, cred);
 }
 
 /* The worker role; `deadline` is absolute (µs, monotonic). Returns 0 when the spool was
@@ -649,7 +711,7 @@ static int worker_run(worker *w)
     ts_error err;
     while (now_us() < w->deadline) {
         double t = now_us();
-        if (!w->have_key && t >= next_hello) {
+        if (!w->have_key && !c->rdv.exchange && t >= next_hello) {
             worker_hello(w);
             next_hello = t + HELLO_EVERY_MS * 1e3;
         }
@@ -717,7 +779,7 @@ static int worker_run(worker *w)
             if (r == 1) {
                 worker_unpin(w);
                 if (worker_write(w, &err) != TS_OK) {
-                    fprintf(stderr, "toposcope-prolog[%s]: %s\n", c->names[c->self], err.text);
+                    agent_err(c, "%s", err.text);
                     return 1;
                 }
                 w->files_done = 1;
@@ -744,8 +806,10 @@ static int worker_run(worker *w)
         snprintf(reason, sizeof reason, "the leader %s stopped answering before sending the result",
                  c->names[0]);
     vlog(c, "fallback: %s", reason);
+    if (!c->write_out)   /* step mode: the leader's node writes the files; say why this one has none */
+        agent_err(c, "%s", reason);
     if (worker_fallback(w, reason, &err) != TS_OK) {
-        fprintf(stderr, "toposcope-prolog[%s]: %s\n", c->names[c->self], err.text);
+        agent_err(c, "%s", err.text);
         return 1;
     }
     return 0;
@@ -817,6 +881,27 @@ static int same_ip(const struct sockaddr_in *a, const struct sockaddr_in *b)
     return a->sin_addr.s_addr == b->sin_addr.s_addr;
 }
 
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* A credential holding the session key for this job and step (malloc'd), or NULL and why. */
+static char *leader_cred(leader *L, char *why, size_t whylen)
+{
+    const agent_config *c = L->c;
+    uint8_t pl[CRED_PAYLOAD];
+    put_be32(pl, c->job);
+    put_be32(pl + 4, c->step);
+    memcpy(pl + 8, L->key, WIRE_KEY_BYTES);
+    char *cred = c->keyx.encode(c->keyx.ctx, pl, sizeof pl, why, whylen);
+    sodium_memzero(pl, sizeof pl);
+    return cred;
+}
+
 /* Handle a datagram any phase may see: HELLO (answered with the node's credential while
  * admitting), JOIN. Returns 1 when handled. */
 static int leader_common(leader *L, const wire_hdr *h, const struct sockaddr_in *from, int admitting)
@@ -830,19 +915,15 @@ static int leader_common(leader *L, const wire_hdr *h, const struct sockaddr_in 
     if (h->type == WIRE_HELLO) {
         /* Only from the node's own address: a HELLO is unauthenticated, and answering it from
          * anywhere would make the leader a credential reflector. */
-        if (!admitting || !same_ip(from, &c->addrs[i]) || L->joined[i]) {
+        if (!admitting || c->rdv.exchange || !same_ip(from, &c->addrs[i]) || L->joined[i]) {
             L->cnt.drop[WIRE_DROP_UNEXPECTED]++;
             return 1;
         }
         if (!L->cred[i]) {
-            uint8_t pl[4 + WIRE_KEY_BYTES] = {(uint8_t)(c->job >> 24), (uint8_t)(c->job >> 16),
-                                              (uint8_t)(c->job >> 8), (uint8_t)c->job};
-            memcpy(pl + 4, L->key, WIRE_KEY_BYTES);
             char why[160];
-            L->cred[i] = c->keyx.encode(c->keyx.ctx, pl, sizeof pl, why, sizeof why);
-            sodium_memzero(pl, sizeof pl);
+            L->cred[i] = leader_cred(L, why, sizeof why);
             if (!L->cred[i]) {
-                fprintf(stderr, "toposcope-prolog[%s]: %s\n", c->names[c->self], why);
+                agent_err(c, "%s", why);
                 return 1;
             }
         }
@@ -1356,9 +1437,22 @@ static void *worker_thread(void *arg)
     return (void *)rc;
 }
 
+static uint16_t bound_port(int fd)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    return getsockname(fd, (struct sockaddr *)&sa, &sl) == 0 ? ntohs(sa.sin_port) : 0;
+}
+
 static int leader_open(leader *L, ts_error *err)
 {
     const agent_config *c = L->c;
+    if (c->rdv.exchange) {
+        /* step mode: any free port, the exchange tells the workers which */
+        L->fd = udp_socket(0, err);
+        L->port = L->fd >= 0 ? bound_port(L->fd) : 0;
+        return L->fd >= 0 && L->port ? TS_OK : ts_fail(err, TS_ESYS, "cannot bind the leader's socket");
+    }
     for (int k = 0; k < c->port_candidates; k++) {
         uint16_t port = agent_port_candidate(c, k);
         int fd = udp_socket(port, err);
@@ -1418,7 +1512,43 @@ static int leader_write_status(leader *L, worker *w, ts_error *err)
     return rc;
 }
 
-static int run_leader(const agent_config *c, double t0)
+/* Step mode's rendezvous: the exchange (PMIx) carries this node's ports and, from the leader,
+ * the credential; it brings back every node's name and worker address and the leader's. A
+ * worker whose credential does not check out stays without the key and falls back at its
+ * deadline, saying why; a failed exchange leaves nothing to run with. */
+static int step_exchange(agent_config *c, leader *L, worker *w, ts_error *err)
+{
+    agent_exchange x;
+    memset(&x, 0, sizeof x);
+    char why[256] = "";
+    char **creds = NULL;
+    x.worker_port = bound_port(w->fd);
+    int rc = 0;
+    if (L) {
+        x.leader_port = L->port;
+        creds = calloc((size_t)c->nnodes, sizeof(char *));
+        rc = creds ? 0 : -1;
+        for (int i = 0; i < c->nnodes && rc == 0; i++)
+            if (!(creds[i] = leader_cred(L, why, sizeof why)))
+                rc = -1;
+        x.creds = creds;
+    }
+    if (rc == 0)
+        rc = c->rdv.exchange(c->rdv.ctx, &x, why, sizeof why);
+    for (int i = 0; creds && i < c->nnodes; i++)
+        free(creds[i]);
+    free(creds);
+    if (rc != 0)
+        return ts_fail(err, TS_ESYS, "%s", why[0] ? why : "out of memory");
+    c->names = x.names;
+    c->addrs = x.addrs;
+    w->leader = x.leader;
+    if (worker_accept_cred(w, x.cred) != 0)
+        agent_err(c, "%s", w->leader_why);
+    return TS_OK;
+}
+
+static int run_leader(agent_config *c, double t0)
 {
     leader L;
     memset(&L, 0, sizeof L);
@@ -1443,11 +1573,12 @@ static int run_leader(const agent_config *c, double t0)
     wire_keys_derive(&L.keys, L.key);
     int lead = leader_open(&L, &err) == TS_OK;
     if (!lead)   /* the workers fall back on their own when no leader answers; so does this node */
-        fprintf(stderr, "toposcope-prolog[%s]: %s\n", c->names[c->self], err.text);
+        agent_err(c, "%s", err.text);
     else
         vlog(c, "leads job %u on port %u", c->job, L.port);
-    if (worker_init(&w, c, t0, &err) != TS_OK) {
-        fprintf(stderr, "toposcope-prolog[%s]: %s\n", c->names[c->self], err.text);
+    if (worker_init(&w, c, t0, &err) != TS_OK ||
+        (c->rdv.exchange && step_exchange(c, lead ? &L : NULL, &w, &err) != TS_OK)) {
+        agent_err(c, "%s", err.text);
         worker_free(&w);
         leader_free(&L);
         return 1;
@@ -1457,7 +1588,7 @@ static int run_leader(const agent_config *c, double t0)
      * workers: the coordinator never has to probe and coordinate at the same time. */
     pthread_t tid;
     if (pthread_create(&tid, NULL, worker_thread, &w) != 0) {
-        fprintf(stderr, "toposcope-prolog[%s]: cannot start a thread\n", c->names[c->self]);
+        agent_err(c, "cannot start a thread");
         worker_free(&w);
         leader_free(&L);
         return 1;
@@ -1468,7 +1599,7 @@ static int run_leader(const agent_config *c, double t0)
         L.t_rdv = (now_us() - t0) / 1e3;
         vlog(c, "%d of %d agents joined in %.1f ms", L.njoined, c->nnodes, L.t_rdv);
         if (leader_measure(&L, &R, &err) != TS_OK) {
-            fprintf(stderr, "toposcope-prolog[%s]: %s\n", c->names[c->self], err.text);
+            agent_err(c, "%s", err.text);
             ok = 0;
         } else {
             leader_distribute(&L, &R, t0 + DIST_SHARE * c->budget_ms * 1e3);
@@ -1480,7 +1611,7 @@ static int run_leader(const agent_config *c, double t0)
     if (wrc != NULL)
         ok = 0;
     if (ok && lead && w.status_text && leader_write_status(&L, &w, &err) != TS_OK) {
-        fprintf(stderr, "toposcope-prolog[%s]: %s\n", c->names[c->self], err.text);
+        agent_err(c, "%s", err.text);
         ok = 0;
     }
     for (int k = 0; k < NFILES; k++)
@@ -1490,9 +1621,10 @@ static int run_leader(const agent_config *c, double t0)
     return ok ? 0 : 1;
 }
 
-int agent_run(const agent_config *c)
+int agent_run(const agent_config *conf)
 {
     double t0 = now_us();
+    agent_config run = *conf, *c = &run;   /* step mode: names and addresses come from the exchange */
     if (wire_init() != 0) {
         fprintf(stderr, "toposcope-prolog: libsodium did not initialise\n");
         return 1;
@@ -1504,8 +1636,9 @@ int agent_run(const agent_config *c)
     worker w;
     ts_error err;
     int rc = 1;
-    if (worker_init(&w, c, t0, &err) != TS_OK)
-        fprintf(stderr, "toposcope-prolog[%s]: %s\n", c->names[c->self], err.text);
+    if (worker_init(&w, c, t0, &err) != TS_OK ||
+        (c->rdv.exchange && step_exchange(c, NULL, &w, &err) != TS_OK))
+        agent_err(c, "%s", err.text);
     else
         rc = worker_run(&w);
     worker_free(&w);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "cli.h"
 
 static void usage(FILE *out)
@@ -21,8 +22,31 @@ static void usage(FILE *out)
             "          write rankfile, hostfile, machinefile and hierarchy hints\n"
             "  hints   check a hints.yaml, print a rank's TOPOSCOPE_* environment, or run a task\n"
             "          with it (srun toposcope hints --exec PROG)\n"
+            "  probe   measure the network between the nodes of a job step, as a user\n"
+            "          (srun --mpi=pmix -N<n> --ntasks-per-node=1 toposcope probe --out DIR)\n"
             "\n"
             "Run 'toposcope COMMAND --help' for the options of a command.\n");
+}
+
+/* `toposcope probe` is the node agents as a job step: a program of its own next to this one
+ * (build/bin/toposcope-probe), so this front-end needs neither PMIx nor MUNGE. */
+static int run_probe(char **argv)
+{
+    char self[PATH_MAX], path[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        cli_error("probe", "cannot find this program's directory: %s", strerror(errno));
+        return CLI_USAGE;
+    }
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(path, sizeof path, "%s/toposcope-probe", self);
+    execv(path, argv);
+    cli_error("probe", "cannot run %s: %s (it is built with the node agents: make prolog)", path,
+              strerror(errno));
+    return CLI_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -44,6 +68,8 @@ int main(int argc, char **argv)
         return cmd_place(argc - 1, argv + 1);
     if (!strcmp(cmd, "hints"))
         return cmd_hints(argc - 1, argv + 1);
+    if (!strcmp(cmd, "probe"))
+        return run_probe(argv + 1);
     fprintf(stderr, "toposcope: unknown command '%s'\n", cmd);
     usage(stderr);
     return CLI_USAGE;

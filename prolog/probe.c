@@ -1,0 +1,309 @@
+/* toposcope probe — the node agents as a user's job step: one task per node under
+ * `srun --mpi=pmix`, rendezvous through PMIx instead of the prolog's UDP HELLO. */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <pmix.h>
+#include "agent.h"
+#include "cred.h"
+#include "options.h"
+
+#define PROG "toposcope probe"
+#define KEY_NODE "toposcope.node"      /* every rank: "NAME IPV4 WORKER-PORT" */
+#define KEY_LEADER "toposcope.leader"  /* rank 0: the leader's port */
+#define KEY_CRED "toposcope.cred."     /* rank 0, + rank K: the credential for rank K */
+#define NAME_MAX_LEN 255
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: srun --mpi=pmix -N<n> --ntasks-per-node=1 toposcope probe --out DIR [options]\n"
+            "\n"
+            "Measure the network between the nodes of a job step, as a user: one task per node.\n"
+            "Every task binds a UDP socket and publishes its address through PMIx; rank 0 leads,\n"
+            "hands the others a session key in a MUNGE credential only the job's user can decode,\n"
+            "runs the probe plan, infers the switch tree and per-link latencies, and writes DIR\n"
+            "(made if missing) on its node: topology.conf, tree.yaml, links.yaml and status.yaml\n"
+            "(status measured, partial or fallback, and why). Each task finishes within the\n"
+            "budget plus %d ms once the tasks have met.\n"
+            "\n"
+            "options:\n"
+            "  --out DIR            where rank 0 writes the files\n"
+            AGENT_COMMON_OPTIONS_HELP
+            "  -v, --verbose        say what happens, on stderr\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "exit status: 0 the files were written (even with status fallback) or, on the other\n"
+            "ranks, the node took part; 1 they could not be; 2 bad options or no PMIx job.\n",
+            AGENT_GRACE_MS);
+}
+
+typedef struct pmix_rdv {
+    pmix_proc_t me;
+    uint32_t size;
+    const char *name;              /* this node */
+    struct sockaddr_in addr;       /* its IPv4 address */
+    double fence_s;                /* the fence's time limit */
+    char **names;                  /* filled by the exchange */
+    struct sockaddr_in *addrs;
+    char *cred;                    /* this rank's */
+} pmix_rdv;
+
+static int put_string(const char *key, const char *text, char *why, size_t whylen)
+{
+    pmix_value_t v;
+    PMIX_VALUE_CONSTRUCT(&v);
+    v.type = PMIX_STRING;
+    v.data.string = (char *)text;
+    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &v);
+    if (rc != PMIX_SUCCESS) {
+        snprintf(why, whylen, "PMIx_Put %s: %s", key, PMIx_Error_string(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* rank's string under key, malloc'd */
+static char *get_string(const pmix_rdv *r, uint32_t rank, const char *key, char *why, size_t whylen)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, r->me.nspace, rank);
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get(&p, key, NULL, 0, &v);
+    char *s = NULL;
+    if (rc == PMIX_SUCCESS && v && v->type == PMIX_STRING && v->data.string)
+        s = strdup(v->data.string);
+    else
+        snprintf(why, whylen, "PMIx_Get %s of rank %u: %s", key, rank,
+                 rc == PMIX_SUCCESS ? "not a string" : PMIx_Error_string(rc));
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    return s;
+}
+
+static int parse_port(const char *s, uint16_t *port)
+{
+    unsigned long v;
+    if (agent_parse_uint(s, 65535, &v) || v == 0)
+        return -1;
+    *port = (uint16_t)v;
+    return 0;
+}
+
+/* "NAME IPV4 PORT" from a peer: bounded, and names as Slurm writes them. */
+static int parse_node(const char *text, char **name, struct sockaddr_in *addr)
+{
+    char n[NAME_MAX_LEN + 1], ip[INET_ADDRSTRLEN], port[8], extra;
+    if (strlen(text) > NAME_MAX_LEN + INET_ADDRSTRLEN + 8 ||
+        sscanf(text, "%255s %15s %7s %c", n, ip, port, &extra) != 3)
+        return -1;
+    for (const char *p = n; *p; p++)
+        if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') || ('0' <= *p && *p <= '9') ||
+              *p == '-' || *p == '.' || *p == '_'))
+            return -1;
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    uint16_t po;
+    if (inet_pton(AF_INET, ip, &addr->sin_addr) != 1 || parse_port(port, &po) != 0)
+        return -1;
+    addr->sin_port = htons(po);
+    *name = strdup(n);
+    return *name ? 0 : -1;
+}
+
+static int pmix_exchange(void *ctx, agent_exchange *x, char *why, size_t whylen)
+{
+    pmix_rdv *r = ctx;
+    char text[NAME_MAX_LEN + 64], ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &r->addr.sin_addr, ip, sizeof ip);
+    snprintf(text, sizeof text, "%s %s %u", r->name, ip, x->worker_port);
+    if (put_string(KEY_NODE, text, why, whylen) != 0)
+        return -1;
+    if (r->me.rank == 0) {
+        snprintf(text, sizeof text, "%u", x->leader_port);
+        if (put_string(KEY_LEADER, text, why, whylen) != 0)
+            return -1;
+        for (uint32_t k = 0; k < r->size; k++) {
+            snprintf(text, sizeof text, KEY_CRED "%u", k);
+            if (put_string(text, x->creds[k], why, whylen) != 0)
+                return -1;
+        }
+    }
+    pmix_status_t rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS) {
+        snprintf(why, whylen, "PMIx_Commit: %s", PMIx_Error_string(rc));
+        return -1;
+    }
+    /* every rank's address in one collective; bounded, so a task that never starts cannot
+     * hold the others past their budget */
+    pmix_info_t info[2];
+    bool collect = true;
+    int timeout = (int)ceil(r->fence_s);
+    PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+    pmix_proc_t all;
+    PMIX_LOAD_PROCID(&all, r->me.nspace, PMIX_RANK_WILDCARD);
+    rc = PMIx_Fence(&all, 1, info, 2);
+    PMIX_INFO_DESTRUCT(&info[0]);
+    PMIX_INFO_DESTRUCT(&info[1]);
+    if (rc != PMIX_SUCCESS) {
+        snprintf(why, whylen, "PMIx_Fence: %s (did every task start? one per node: --ntasks-per-node=1)",
+                 PMIx_Error_string(rc));
+        return -1;
+    }
+    r->names = calloc(r->size, sizeof(char *));
+    r->addrs = calloc(r->size, sizeof *r->addrs);
+    if (!r->names || !r->addrs) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    for (uint32_t k = 0; k < r->size; k++) {
+        char *s = get_string(r, k, KEY_NODE, why, whylen);
+        if (!s)
+            return -1;
+        int bad = parse_node(s, &r->names[k], &r->addrs[k]);
+        free(s);
+        if (bad) {
+            snprintf(why, whylen, "rank %u published a malformed address", k);
+            return -1;
+        }
+        for (uint32_t j = 0; j < k; j++)
+            if (strcmp(r->names[j], r->names[k]) == 0) {
+                snprintf(why, whylen, "ranks %u and %u both run on %s: run one task per node "
+                         "(srun --ntasks-per-node=1)", j, k, r->names[k]);
+                return -1;
+            }
+    }
+    char *s = get_string(r, 0, KEY_LEADER, why, whylen);
+    if (!s)
+        return -1;
+    uint16_t po;
+    int bad = parse_port(s, &po);
+    free(s);
+    if (bad) {
+        snprintf(why, whylen, "rank 0 published a malformed leader port");
+        return -1;
+    }
+    snprintf(text, sizeof text, KEY_CRED "%u", r->me.rank);
+    if (!(r->cred = get_string(r, 0, text, why, whylen)))
+        return -1;
+    x->names = r->names;
+    x->addrs = r->addrs;
+    x->leader = r->addrs[0];
+    x->leader.sin_port = htons(po);
+    x->cred = r->cred;
+    return 0;
+}
+
+static uint32_t fnv1a(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static int get_job_size(const pmix_proc_t *me, uint32_t *size)
+{
+    pmix_proc_t job;
+    PMIX_LOAD_PROCID(&job, me->nspace, PMIX_RANK_WILDCARD);
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get(&job, PMIX_JOB_SIZE, NULL, 0, &v);
+    int ok = rc == PMIX_SUCCESS && v && v->type == PMIX_UINT32;
+    if (ok)
+        *size = v->data.uint32;
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    return ok ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"out", required_argument, 0, 'o'},
+        {"budget-ms", required_argument, 0, AGENT_OPT_BUDGET},
+        {"method", required_argument, 0, AGENT_OPT_METHOD},
+        {"probe-timeout-ms", required_argument, 0, AGENT_OPT_PTIMEOUT},
+        {"max-samples", required_argument, 0, AGENT_OPT_MAXS}, {"no-pin", no_argument, 0, AGENT_OPT_NOPIN},
+        {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    agent_config c;
+    agent_config_default(&c);
+    c.mode = "step";
+    const char *out = NULL;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+        int taken = agent_common_option(&c, PROG, opt, optarg);
+        if (taken == 2)
+            return 2;
+        if (taken)
+            continue;
+        switch (opt) {
+        case 'o': out = optarg; break;
+        case 'v': c.verbose = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!out) {
+        fprintf(stderr, PROG ": --out DIR is required (see --help)\n");
+        return 2;
+    }
+    pmix_rdv r;
+    memset(&r, 0, sizeof r);
+    pmix_status_t rc = PMIx_Init(&r.me, NULL, 0);
+    if (rc != PMIX_SUCCESS) {
+        fprintf(stderr, PROG ": PMIx_Init: %s: run it as a job step, srun --mpi=pmix -N<n> "
+                "--ntasks-per-node=1 toposcope probe --out DIR\n", PMIx_Error_string(rc));
+        return 2;
+    }
+    int status = 2;
+    if (get_job_size(&r.me, &r.size) != 0 || r.size < 1 || r.size > WIRE_MAX_NODES ||
+        r.me.rank >= r.size) {
+        fprintf(stderr, PROG ": PMIx gives no job size of 1 to %d tasks\n", WIRE_MAX_NODES);
+        goto done;
+    }
+    /* The job and step the credential names: Slurm's ids under srun; under another PMIx
+     * launcher, the namespace stands for the job. */
+    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+    unsigned long v;
+    c.job = job && agent_parse_uint(job, UINT32_MAX, &v) == 0 ? (uint32_t)v : fnv1a(r.me.nspace);
+    c.step = step && agent_parse_uint(step, UINT32_MAX, &v) == 0 ? (uint32_t)v : 0;
+    char host[NAME_MAX_LEN + 1] = "";
+    r.name = getenv("SLURMD_NODENAME");
+    if (!r.name || !*r.name) {
+        gethostname(host, sizeof host - 1);
+        r.name = host;
+    }
+    if (strlen(r.name) > NAME_MAX_LEN || agent_resolve(PROG, r.name, &r.addr) != 0)
+        goto done;
+    r.fence_s = fmax(1.0, c.budget_ms / 1e3);
+    c.nnodes = (int)r.size;
+    c.self = (int)r.me.rank;
+    c.out_dir = out;
+    c.write_out = c.self == 0;
+    c.job_uid = getuid();
+    c.job_gid = getgid();
+    /* the credential: decodable only by this user, and accepted only when this user made it */
+    cred_munge_keyx(&c.keyx, getuid());
+    c.rdv.exchange = pmix_exchange;
+    c.rdv.ctx = &r;
+    status = agent_run(&c);
+done:
+    PMIx_Finalize(NULL, 0);
+    if (r.names)
+        for (uint32_t k = 0; k < r.size; k++)
+            free(r.names[k]);
+    free(r.names);
+    free(r.addrs);
+    free(r.cred);
+    return status;
+}
