@@ -6,6 +6,7 @@
 #   BENCH_METHODS="fast allpairs shirai"           BENCH_PROFILES="ethernet infiniband"
 #   BENCH_IRREGULAR=N irregular trees (default 10)  BENCH_PMM_SEEDS=N (default 3)
 #   BENCH_PLACE_RUNS=N runs of each placement policy (default 7)
+#   BENCH_ANOMALY_RUNS=N seeds of each anomaly case (default 100)
 # allpairs and shirai are left out at 8192 nodes (33.5M and ~150k sequential probes: hours of
 # CPU for the simulator) and infiniband runs only up to 1024 nodes.
 set -euo pipefail
@@ -110,6 +111,10 @@ done
 place_table=$(bench/place.sh "${BENCH_PLACE_RUNS:-7}") || echo "bench: a placement median is over its limit" >&2
 echo "$place_table"
 
+# link anomalies against a baseline (issue 8): 1024 nodes, ethernet, +30% on one link
+anomaly_table=$(bench/anomaly.sh "${BENCH_ANOMALY_RUNS:-100}") || echo "bench: an anomaly target was missed" >&2
+echo "$anomaly_table"
+
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (with uncommitted changes)" || true)
 cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
@@ -147,5 +152,13 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
     echo "Placement: \`toposcope place\` on the 1024-node fat tree, 64-core nodes, 65 536 ranks (bench/place.sh):"
     echo
     echo "$place_table"
+    echo
+    echo "Link anomalies (bench/anomaly.sh): \`toposcope sim --baseline\` on the 1024-node fat tree, ethernet,"
+    echo "one hardware draw, a baseline pooled from 5 healthy runs, thresholds of bench/anomaly-ethernet.yaml"
+    echo "(5%, 0.3 us, 5 standard deviations); per case ${BENCH_ANOMALY_RUNS:-100} run seeds, the degraded link"
+    echo "(+30%) a different node or leaf/pod switch per seed. Targets: flagged and ranked first in >= 95%,"
+    echo "healthy runs clean in >= 99%."
+    echo
+    echo "$anomaly_table"
 } > bench/RESULTS.md
 echo "bench: wrote bench/RESULTS.md"

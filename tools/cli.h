@@ -12,6 +12,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_place(int argc, char **argv);
 int cmd_hints(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Print "toposcope CMD: message" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -24,5 +25,8 @@ int cli_mkdir_p(const char *path);
 FILE *cli_open_out(const char *cmd, const char *dir, const char *name);
 /* Close, reporting write errors; returns 0 or -1. */
 int cli_close_out(const char *cmd, FILE *f, const char *dir, const char *name);
+/* Where policy names are looked up: $TOPOSCOPE_POLICY_DIR, /etc/toposcope/policies, the source
+ * tree's policies/ (dirs: room for 4, NULL-terminated). */
+void cli_policy_dirs(const char **dirs);
 
 #endif

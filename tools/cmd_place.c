@@ -156,34 +156,6 @@ static int status_of(int rc)
     return rc == TS_EINPUT || rc == TS_ELIMIT || rc == TS_ESYS ? CLI_USAGE : CLI_FAIL;
 }
 
-/* ---- policy directories ---- */
-
-static char exe_policies[PATH_MAX + 16];
-
-static void policy_dirs(const char **dirs)
-{
-    int n = 0;
-    const char *env = getenv("TOPOSCOPE_POLICY_DIR");
-    if (env && *env)
-        dirs[n++] = env;
-    dirs[n++] = "/etc/toposcope/policies";
-    /* build/bin/toposcope -> policies/ of the tree it was built in */
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        for (int up = 0; up < 3; up++) {
-            char *slash = strrchr(exe, '/');
-            if (!slash)
-                break;
-            *slash = '\0';
-        }
-        snprintf(exe_policies, sizeof exe_policies, "%s/policies", exe);
-        dirs[n++] = exe_policies;
-    }
-    dirs[n] = NULL;
-}
-
 /* ---- hwloc trees of the nodes ---- */
 
 typedef struct hw_set {
@@ -461,7 +433,7 @@ int cmd_place(int argc, char **argv)
     ts_fabric_init(&tree);
     memset(&params, 0, sizeof params);
     memset(&w, 0, sizeof w);
-    policy_dirs(dirs);
+    cli_policy_dirs(dirs);
 
     /* everything is read and checked before anything is written */
     if ((rc = ts_policy_load(&policy, o.policy, dirs, &err)) != TS_OK) {

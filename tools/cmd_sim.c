@@ -1,13 +1,18 @@
 /* toposcope sim — run a discovery method against the simulator and score the result. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <limits.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "toposcope/anomaly.h"
 #include "toposcope/discover.h"
 #include "toposcope/fabric.h"
 #include "toposcope/infer.h"
@@ -15,6 +20,7 @@
 #include "toposcope/measure.h"
 #include "toposcope/metrics.h"
 #include "toposcope/model.h"
+#include "toposcope/policy.h"
 #include "toposcope/probe.h"
 #include "toposcope/sim.h"
 
@@ -50,6 +56,12 @@ static void sim_usage(FILE *out)
             "                       rounds of extra link-disjoint pairs after the link plan's own rounds\n"
             "                       (default 8; they tighten the estimates of the upper links)\n"
             "  --no-links           leave out the link stage (no links.yaml, no link_* metrics)\n"
+            "  --baseline PATH      compare the links with a baseline and write DIR/anomalies.yaml: PATH is\n"
+            "                       a baseline file (toposcope report --update-baseline) or a directory\n"
+            "                       of earlier runs on the same fabric (its own and its subdirectories'\n"
+            "                       tree.yaml + links.yaml, pooled per link)\n"
+            "  --policy NAME|FILE   anomaly thresholds (threshold_pct, threshold_us; default 25%%, 5 us)\n"
+            "  --anomaly-z X        significance of an excess in standard deviations (default 5)\n"
             "  --eps X --confidence X --min-samples N --max-samples N\n"
             "                       the stopping rule (defaults 0.03, 0.90, 3, 32)\n"
             "  -h, --help           this text\n"
@@ -80,12 +92,15 @@ typedef struct sim_options {
     ts_stop_rule rule;
     int links;                 /* run the link stage */
     int link_extra_rounds;
+    const char *baseline, *policy;
+    double anomaly_z;
 } sim_options;
 
 static int parse_options(int argc, char **argv, sim_options *o)
 {
     enum { O_FABRIC = 256, O_OUT, O_PROFILE, O_PARAMS, O_METHOD, O_SEED, O_FSEED, O_BUDGET,
-           O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX, O_LINK_EXTRA, O_NO_LINKS };
+           O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX, O_LINK_EXTRA, O_NO_LINKS,
+           O_BASELINE, O_POLICY, O_ANOMALY_Z };
     static const struct option longopts[] = {
         {"fabric", required_argument, 0, O_FABRIC}, {"out", required_argument, 0, O_OUT},
         {"profile", required_argument, 0, O_PROFILE}, {"params", required_argument, 0, O_PARAMS},
@@ -96,6 +111,8 @@ static int parse_options(int argc, char **argv, sim_options *o)
         {"min-samples", required_argument, 0, O_MIN}, {"max-samples", required_argument, 0, O_MAX},
         {"link-extra-rounds", required_argument, 0, O_LINK_EXTRA},
         {"no-links", no_argument, 0, O_NO_LINKS},
+        {"baseline", required_argument, 0, O_BASELINE}, {"policy", required_argument, 0, O_POLICY},
+        {"anomaly-z", required_argument, 0, O_ANOMALY_Z},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -106,6 +123,7 @@ static int parse_options(int argc, char **argv, sim_options *o)
     ts_stop_rule_default(&o->rule);
     o->links = 1;
     o->link_extra_rounds = TS_LINK_EXTRA_ROUNDS_DEFAULT;
+    o->anomaly_z = TS_ANOMALY_Z_DEFAULT;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -174,6 +192,15 @@ static int parse_options(int argc, char **argv, sim_options *o)
         case O_NO_LINKS:
             o->links = 0;
             break;
+        case O_BASELINE: o->baseline = optarg; break;
+        case O_POLICY: o->policy = optarg; break;
+        case O_ANOMALY_Z:
+            if (cli_parse_double(optarg, &x) || !(x > 0) || !isfinite(x)) {
+                cli_error("sim", "--anomaly-z wants a number > 0, not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            o->anomaly_z = x;
+            break;
         case 'h':
             sim_usage(stdout);
             exit(CLI_OK);
@@ -188,6 +215,10 @@ static int parse_options(int argc, char **argv, sim_options *o)
     }
     if (!o->fabric || !o->out) {
         cli_error("sim", "--fabric FILE and --out DIR are required (see --help)");
+        return CLI_USAGE;
+    }
+    if (o->baseline && !o->links) {
+        cli_error("sim", "--baseline compares links: it cannot go with --no-links");
         return CLI_USAGE;
     }
     ts_error err;
@@ -313,6 +344,162 @@ static void link_stage_metrics(FILE *m, const ts_measure *M, const link_score *L
     fprintf(m, "link_partial: %s\n", M->links.partial ? "true" : "false");
 }
 
+/* ---- anomalies against a baseline ---- */
+
+/* One earlier run in dir (tree.yaml + links.yaml) into the builder; 0 when dir holds none. */
+static int baseline_add_run(ts_baseline_builder *bb, const char *dir, const ts_fabric *truth, int *runs)
+{
+    char tree[PATH_MAX], links[PATH_MAX];
+    snprintf(tree, sizeof tree, "%s/tree.yaml", dir);
+    snprintf(links, sizeof links, "%s/links.yaml", dir);
+    if (access(links, F_OK) != 0)
+        return CLI_OK;
+    ts_link_obs_set s;
+    ts_error err;
+    int rc = ts_link_obs_load_run(tree, links, truth, &s, &err);
+    if (rc != TS_OK) {
+        cli_error("sim", "baseline: %s", err.text);
+        return rc == TS_ENOMEM ? CLI_FAIL : CLI_USAGE;
+    }
+    rc = ts_baseline_builder_add_set(bb, &s);
+    ts_link_obs_set_free(&s);
+    if (rc != TS_OK) {
+        cli_error("sim", "baseline: out of memory");
+        return CLI_FAIL;
+    }
+    (*runs)++;
+    return CLI_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* --baseline PATH: a baseline file, or a directory of earlier runs (itself and its
+ * subdirectories, in name order). Links are named through the truth fabric, which plays the
+ * admin's topology.conf here. */
+static int baseline_load(const char *path, const ts_fabric *truth, ts_baseline *b)
+{
+    ts_error err;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        cli_error("sim", "--baseline %s: %s", path, strerror(errno));
+        return CLI_USAGE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (ts_baseline_load(b, path, &err) != TS_OK) {
+            cli_error("sim", "%s", err.text);
+            return CLI_USAGE;
+        }
+        return CLI_OK;
+    }
+    ts_baseline_builder *bb = ts_baseline_builder_new();
+    DIR *d = opendir(path);
+    char **sub = NULL;
+    int nsub = 0, runs = 0, rc = CLI_FAIL;
+    if (!bb || !d) {
+        cli_error("sim", "--baseline %s: %s", path, bb ? strerror(errno) : "out of memory");
+        goto out;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char **t = realloc(sub, sizeof *sub * (size_t)(nsub + 1));
+        if (!t || !(t[nsub] = malloc(strlen(path) + strlen(de->d_name) + 2))) {
+            sub = t ? t : sub;
+            cli_error("sim", "out of memory");
+            goto out;
+        }
+        sub = t;
+        sprintf(sub[nsub++], "%s/%s", path, de->d_name);
+    }
+    qsort(sub, (size_t)nsub, sizeof *sub, cmp_str);
+    if ((rc = baseline_add_run(bb, path, truth, &runs)) != CLI_OK)
+        goto out;
+    for (int i = 0; i < nsub; i++) {
+        if (stat(sub[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+            (rc = baseline_add_run(bb, sub[i], truth, &runs)) != CLI_OK)
+            goto out;
+    }
+    if (runs == 0) {
+        cli_error("sim", "--baseline %s: no earlier run there (no links.yaml in it or its subdirectories)", path);
+        rc = CLI_USAGE;
+        goto out;
+    }
+    if (ts_baseline_builder_finish(bb, b, &err) != TS_OK) {
+        cli_error("sim", "%s", err.text);
+        rc = CLI_FAIL;
+        goto out;
+    }
+    rc = CLI_OK;
+out:
+    if (d)
+        closedir(d);
+    for (int i = 0; i < nsub; i++)
+        free(sub[i]);
+    free(sub);
+    ts_baseline_builder_free(bb);
+    return rc;
+}
+
+/* anomalies.yaml of this run: its links against the baseline, and the nodes that did not answer. */
+static int anomaly_stage(const sim_options *o, const ts_measure *M, const ts_fabric *truth,
+                         int *nflagged, int *nchecked)
+{
+    ts_error err;
+    ts_policy pol;
+    ts_baseline b;
+    ts_link_obs_set obs = { 0 };
+    ts_anomaly_list al = { 0 };
+    int rc = CLI_FAIL;
+    ts_baseline_init(&b);
+    ts_policy_default(&pol);
+    if (o->policy) {
+        const char *dirs[4];
+        cli_policy_dirs(dirs);
+        if (ts_policy_load(&pol, o->policy, dirs, &err) != TS_OK) {
+            cli_error("sim", "%s", err.text);
+            return CLI_USAGE;
+        }
+    }
+    if ((rc = baseline_load(o->baseline, truth, &b)) != CLI_OK)
+        return rc;
+    rc = CLI_FAIL;
+    ts_detect_options dopt;
+    ts_detect_options_default(&dopt);
+    dopt.threshold_pct = pol.anomaly_pct;
+    dopt.threshold_us = pol.anomaly_us;
+    dopt.z = o->anomaly_z;
+    if (ts_link_obs_from_result(&M->tree, &M->links, truth, &obs, &err) != TS_OK ||
+        ts_anomaly_detect(&obs, &b, &dopt, &al, &err) != TS_OK) {
+        cli_error("sim", "%s", err.text);
+        goto out;
+    }
+    for (int i = 0; i < M->rep.nunmeasured; i++)
+        if (ts_anomaly_add_unreachable(&al, truth->v[truth->node_vertex[M->rep.unmeasured[i]]].name, &b,
+                                       &err) != TS_OK) {
+            cli_error("sim", "%s", err.text);
+            goto out;
+        }
+    ts_anomaly_sort(&al);
+    FILE *f = cli_open_out("sim", o->out, "anomalies.yaml");
+    if (!f)
+        goto out;
+    ts_anomalies_write_yaml(&al, f);
+    if (cli_close_out("sim", f, o->out, "anomalies.yaml"))
+        goto out;
+    *nflagged = al.n;
+    *nchecked = al.checked;
+    rc = CLI_OK;
+out:
+    ts_anomaly_list_free(&al);
+    ts_link_obs_set_free(&obs);
+    ts_baseline_free(&b);
+    return rc;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     sim_options o;
@@ -383,6 +570,7 @@ int cmd_sim(int argc, char **argv)
     }
     if (link_score_run(&M, &truth, &model, &score) != CLI_OK)
         goto out;
+    int nflagged = 0, nchecked = 0;
     ts_accuracy acc;
     if (ts_accuracy_compare(&truth, &M.tree, (long)o.queries, o.seed, &acc, &err) != TS_OK) {
         cli_error("sim", "%s", err.text);
@@ -396,6 +584,9 @@ int cmd_sim(int argc, char **argv)
         cli_error("sim", "%s: %s", o.out, err.text);
         goto out;
     }
+    if (o.baseline && M.links_ran && (status = anomaly_stage(&o, &M, &truth, &nflagged, &nchecked)) != CLI_OK)
+        goto out;
+    status = CLI_FAIL;
     FILE *f;
     if (!(f = cli_open_out("sim", o.out, "truth.yaml")))
         goto out;
@@ -406,6 +597,9 @@ int cmd_sim(int argc, char **argv)
         goto out;
     write_metrics(&o, f, &M.discovered, M.disc_end_us, sim, &truth, &M.tree, &acc, &M.rep, M.disc_cpu_s);
     link_stage_metrics(f, &M, &score);
+    if (o.baseline && M.links_ran)
+        fprintf(f, "# anomalies against the baseline (anomalies.yaml)\nanomalies: %d\nanomaly_links_checked: %d\n",
+                nflagged, nchecked);
     if (!acc.tree_exact) {
         /* which switches were merged or split, for the bench's failure list */
         char why[1024];

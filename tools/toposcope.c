@@ -153,3 +153,29 @@ int cli_close_out(const char *cmd, FILE *f, const char *dir, const char *name)
     }
     return 0;
 }
+
+static char exe_policies[PATH_MAX + 16];
+
+void cli_policy_dirs(const char **dirs)
+{
+    int n = 0;
+    const char *env = getenv("TOPOSCOPE_POLICY_DIR");
+    if (env && *env)
+        dirs[n++] = env;
+    dirs[n++] = "/etc/toposcope/policies";
+    /* build/bin/toposcope -> policies/ of the tree it was built in */
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        for (int up = 0; up < 3; up++) {
+            char *slash = strrchr(exe, '/');
+            if (!slash)
+                break;
+            *slash = '\0';
+        }
+        snprintf(exe_policies, sizeof exe_policies, "%s/policies", exe);
+        dirs[n++] = exe_policies;
+    }
+    dirs[n] = NULL;
+}

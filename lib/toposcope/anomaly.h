@@ -1,0 +1,154 @@
+/* toposcope — link identity across jobs, per-link baselines and anomaly detection.
+ *
+ * Identity. A job's inferred tree names its switches arbitrarily, so a link is keyed by what it
+ * separates: a node's access link by the node name; an uplink by the nodes on its smaller side
+ * (a hostlist in braces, "{n[01-08]}", or "{COUNT nodes FIRST..LAST #HASH}" when that would be
+ * long), and by the admin's switch name when an admin tree (topology.conf) is given and its
+ * switch holds exactly those of the job's nodes. Runs and jobs over the same nodes therefore
+ * name the same links alike, whichever vertex the inference chose as the root.
+ *
+ * Baseline. Per link id: the median of earlier estimates, their MAD, the median of their
+ * standard errors and their count. A bounded, versioned YAML file (doc/toposcope-epilog.8):
+ *
+ *   toposcope_baseline: 1
+ *   links:
+ *     - {link: "n0001", kind: access, median_us: 7.98, mad_us: 0.04, se_us: 0.06, count: 5}
+ *
+ * Detection. A link is slow when its excess over the baseline median is (1) significant: at
+ * least z standard deviations of the difference, from this job's standard error and the
+ * baseline's spread (the larger of its MAD and its typical standard error, plus the
+ * uncertainty of a median of `count` values), and (2) above both policy thresholds, percent of
+ * the baseline and absolute µs. Nodes that did not answer are anomalies of their access link. */
+#ifndef TOPOSCOPE_ANOMALY_H
+#define TOPOSCOPE_ANOMALY_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "toposcope/error.h"
+#include "toposcope/fabric.h"
+#include "toposcope/links.h"
+
+#define TS_LINK_ID_MAX 512           /* bytes of an id, NUL included */
+#define TS_BASELINE_VERSION 1
+#define TS_BASELINE_MAX_BYTES (32u << 20)
+#define TS_BASELINE_MAX_LINKS (1 << 20)
+#define TS_ANOMALY_Z_DEFAULT 5.0
+#define TS_ANOMALY_SCORE_UNREACHABLE 1000.0
+
+/* ---- identity ---- */
+
+/* The id of the link above tree vertex v (a node: its name; a switch: its node set, mapped
+ * through admin when given). job_count: per admin vertex, how many of the job's nodes lie below
+ * it (ts_link_admin_counts), NULL without admin. */
+int ts_link_id(const ts_fabric *tree, int v, const ts_fabric *admin, const int *job_count,
+               char *out, size_t max);
+/* job_count[admin vertex] = number of the tree's nodes below it (nodes unknown to admin are
+ * left out); caller frees. NULL on allocation failure. */
+int *ts_link_admin_counts(const ts_fabric *admin, const ts_fabric *tree);
+
+/* ---- one job's (or run's) link estimates, keyed by id ---- */
+
+typedef struct ts_link_obs {
+    char id[TS_LINK_ID_MAX];
+    int access;
+    double est_us, lo_us, hi_us;
+    double se_us;                    /* from the interval: (hi - lo) / (2 * 1.645) at 90% */
+    long samples;
+    int pairs;
+} ts_link_obs;
+
+typedef struct ts_link_obs_set {
+    int n;
+    ts_link_obs *o;
+} ts_link_obs_set;
+
+void ts_link_obs_set_free(ts_link_obs_set *s);
+/* From a solve on tree (ts_measure: tree and links). Links without an estimate are left out. */
+int ts_link_obs_from_result(const ts_fabric *tree, const ts_link_result *res, const ts_fabric *admin,
+                            ts_link_obs_set *out, ts_error *err);
+/* From links.yaml (as ts_links_write_yaml writes it) of a run whose tree is `tree` (tree.yaml):
+ * entries are matched to tree vertices by tree_link when present, else by link. */
+int ts_link_obs_parse_links_yaml(const ts_fabric *tree, const char *text, size_t len,
+                                 const char *source, const ts_fabric *admin, ts_link_obs_set *out,
+                                 ts_error *err);
+int ts_link_obs_load_run(const char *tree_yaml, const char *links_yaml, const ts_fabric *admin,
+                         ts_link_obs_set *out, ts_error *err);
+
+/* ---- baseline ---- */
+
+typedef struct ts_baseline_link {
+    char id[TS_LINK_ID_MAX];
+    int access;
+    double median_us, mad_us, se_us;
+    int count;
+} ts_baseline_link;
+
+typedef struct ts_baseline {
+    int n, cap;
+    ts_baseline_link *l;
+    int *slot;                       /* open addressing over ids */
+    int slot_cap;
+} ts_baseline;
+
+/* Accumulates estimates per id, then summarizes them into a baseline. */
+typedef struct ts_baseline_builder ts_baseline_builder;
+
+ts_baseline_builder *ts_baseline_builder_new(void);
+int ts_baseline_builder_add(ts_baseline_builder *bb, const char *id, int access, double est_us,
+                            double se_us);
+int ts_baseline_builder_add_set(ts_baseline_builder *bb, const ts_link_obs_set *s);
+/* b is initialised here; ids in sorted order. */
+int ts_baseline_builder_finish(ts_baseline_builder *bb, ts_baseline *b, ts_error *err);
+void ts_baseline_builder_free(ts_baseline_builder *bb);
+
+void ts_baseline_init(ts_baseline *b);
+void ts_baseline_free(ts_baseline *b);
+const ts_baseline_link *ts_baseline_find(const ts_baseline *b, const char *id);
+int ts_baseline_write(const ts_baseline *b, FILE *out);
+/* b is initialised here; every refusal names SOURCE:LINE:COLUMN. */
+int ts_baseline_parse(ts_baseline *b, const char *text, size_t len, const char *source, ts_error *err);
+int ts_baseline_load(ts_baseline *b, const char *path, ts_error *err);
+
+/* ---- detection ---- */
+
+typedef enum ts_anomaly_kind {
+    TS_ANOMALY_SLOW = 0,
+    TS_ANOMALY_UNREACHABLE,
+} ts_anomaly_kind;
+
+typedef struct ts_anomaly {
+    char id[TS_LINK_ID_MAX];
+    int access;
+    ts_anomaly_kind kind;
+    double expected_us, observed_us, excess_us, excess_pct;
+    double z;                        /* excess in standard deviations of the difference */
+    double score;                    /* severity: z, TS_ANOMALY_SCORE_UNREACHABLE for a silent node */
+} ts_anomaly;
+
+typedef struct ts_anomaly_list {
+    int n, cap;
+    ts_anomaly *a;
+    int checked;                     /* links compared with a baseline entry */
+} ts_anomaly_list;
+
+typedef struct ts_detect_options {
+    double threshold_pct;            /* policy anomaly.threshold_pct */
+    double threshold_us;             /* policy anomaly.threshold_us */
+    double z;                        /* significance, TS_ANOMALY_Z_DEFAULT */
+} ts_detect_options;
+
+void ts_detect_options_default(ts_detect_options *o);
+void ts_anomaly_list_free(ts_anomaly_list *l);
+/* Compare every observed link that has a baseline entry; append the slow ones. */
+int ts_anomaly_detect(const ts_link_obs_set *obs, const ts_baseline *b, const ts_detect_options *o,
+                      ts_anomaly_list *out, ts_error *err);
+/* A node that did not answer: an anomaly of its access link. */
+int ts_anomaly_add_unreachable(ts_anomaly_list *l, const char *node, const ts_baseline *b,
+                               ts_error *err);
+/* Most severe first (score, then excess, then id). */
+void ts_anomaly_sort(ts_anomaly_list *l);
+/* anomalies.yaml: a list of {link, kind, reason, expected_us, observed_us, excess_pct, excess_us,
+ * score}, most severe first. */
+int ts_anomalies_write_yaml(const ts_anomaly_list *l, FILE *out);
+
+#endif

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# toposcope sim --baseline: a baseline from earlier runs, anomalies.yaml most severe first. On the
+# 128-node fat tree (p=8, ethernet, one hardware draw): a node's access link and a switch uplink,
+# each slowed by +30%, are flagged and ranked first over several seeds; healthy runs flag
+# nothing; a broken baseline is refused naming FILE:LINE. The 1024-node, 100-seed version of this
+# is bench/anomaly.sh.
+set -u
+cd "$(dirname "$0")/.."
+bin=${TOPOSCOPE_BUILD:-build}/bin/toposcope
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0 failed=0
+ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+policy=bench/anomaly-ethernet.yaml
+first_link() { awk -F'"' '/^  - \{link:/ {print $2; exit}' "$1"; }
+nflags() { grep -c '^  - {link:' "$1"; }
+
+"$bin" gen --fat-tree 8 --seed 3 > "$tmp/ft8.conf"
+sim() { "$bin" sim --fabric "$tmp/ft8.conf" --fabric-seed 2 "$@" > "$tmp/log" 2>&1 || cat "$tmp/log"; }
+for s in 101 102 103 104 105; do sim --seed $s --out "$tmp/base/run$s"; done
+[ -f "$tmp/base/run105/links.yaml" ]; ok $? "five baseline runs"
+
+# node and switch names from the truth of a run (the test knows what it injected, the
+# detector does not)
+node=$(awk -F'"' '/kind: node/ {print $2}' "$tmp/base/run101/truth.yaml" | sort | sed -n 17p)
+leaf=$(awk -F'"' '/kind: switch/ && /leaf/ {print $2}' "$tmp/base/run101/truth.yaml" | sort | sed -n 5p)
+pod=$(awk -F'"' '/kind: switch/ && /pod/ {print $2}' "$tmp/base/run101/truth.yaml" | sort | sed -n 3p)
+
+for link in "$node" "$leaf" "$pod"; do
+    hits=0
+    for s in 1 2 3 4 5; do
+        sim --seed $s --baseline "$tmp/base" --policy $policy --inject "degrade:$link:+30%" --out "$tmp/d-$link-$s"
+        [ "$(first_link "$tmp/d-$link-$s/anomalies.yaml")" = "$link" ] && hits=$((hits+1))
+    done
+    [ $hits -eq 5 ]; ok $? "$link +30%: flagged and ranked first in $hits of 5 seeds"
+done
+grep -q "expected_us: .*observed_us: .*excess_pct: .*score:" "$tmp/d-$node-1/anomalies.yaml"
+ok $? "an anomaly says expected_us, observed_us, excess_pct, score"
+
+clean=0
+for s in 1 2 3 4 5 6 7 8; do
+    sim --seed $s --baseline "$tmp/base" --policy $policy --out "$tmp/h-$s"
+    [ "$(nflags "$tmp/h-$s/anomalies.yaml")" -eq 0 ] && clean=$((clean+1))
+done
+[ $clean -eq 8 ]; ok $? "healthy runs flag nothing ($clean of 8 clean)"
+grep -q "^anomaly_links_checked: [1-9]" "$tmp/h-1/metrics.yaml"; ok $? "metrics.yaml counts the links compared"
+
+# the default policy (25%, 5 us) is far above a +30% access-link change on ethernet (~0.75 us)
+sim --seed 1 --baseline "$tmp/base" --inject "degrade:$node:+30%" --out "$tmp/default"
+[ "$(nflags "$tmp/default/anomalies.yaml")" -eq 0 ]; ok $? "the default thresholds (25%, 5 us) do not flag +0.75 us"
+
+# a dead node is an anomaly of its access link, above any slow link
+sim --seed 1 --baseline "$tmp/base" --policy $policy --inject "dead:$node" --out "$tmp/dead"
+grep -q "link: \"$node\", kind: access, reason: unreachable" "$tmp/dead/anomalies.yaml"; ok $? "a dead node is reported unreachable"
+
+# a baseline file (as toposcope report --update-baseline writes) and its errors
+printf 'toposcope_baseline: 1\nlinks:\n  - {link: "%s", kind: access, median_us: 1.0, mad_us: 0.01, se_us: 0.01, count: 5}\n' "$node" > "$tmp/b.yaml"
+sim --seed 1 --baseline "$tmp/b.yaml" --policy $policy --out "$tmp/file"
+[ "$(first_link "$tmp/file/anomalies.yaml")" = "$node" ]; ok $? "a baseline file is read (a link far above a 1 us baseline is flagged)"
+printf 'toposcope_baseline: 1\nlinks:\n  - {link: "a", kind: access, median_us: 1.0, mad_us: 0.01, se_us: 0.01, count: 5}\n  - {link: "a", kind: access, median_us: 1.0, mad_us: 0.01, se_us: 0.01, count: 5}\n' > "$tmp/dup.yaml"
+"$bin" sim --fabric "$tmp/ft8.conf" --baseline "$tmp/dup.yaml" --out "$tmp/x" 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "dup.yaml:4:.*listed twice" "$tmp/err"; ok $? "a duplicate link is refused with FILE:LINE (exit $rc: $(cat "$tmp/err"))"
+printf 'links: []\n' > "$tmp/nover.yaml"
+"$bin" sim --fabric "$tmp/ft8.conf" --baseline "$tmp/nover.yaml" --out "$tmp/x" 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "toposcope_baseline" "$tmp/err"; ok $? "a file without the version is refused (exit $rc)"
+mkdir -p "$tmp/empty"
+"$bin" sim --fabric "$tmp/ft8.conf" --baseline "$tmp/empty" --out "$tmp/x" 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no earlier run" "$tmp/err"; ok $? "a directory without runs is refused (exit $rc)"
+
+echo "1..$n"
+[ $failed -eq 0 ]

@@ -1,0 +1,161 @@
+/* Link identity across trees, the baseline file and the detection rule. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tap.h"
+#include "hwdata.h"
+#include "toposcope/anomaly.h"
+
+static int vertex(const ts_fabric *f, const char *name)
+{
+    int v = ts_fabric_find(f, name);
+    if (v == TS_NONE) {
+        printf("Bail out! no vertex %s\n", name);
+        exit(1);
+    }
+    return v;
+}
+
+/* The same switch seen by two trees rooted differently, and through the admin's names. */
+static void test_identity(void)
+{
+    ts_fabric a, b, admin;
+    char id[TS_LINK_ID_MAX], id2[TS_LINK_ID_MAX];
+    test_fabric(&a, "SwitchName=top Switches=x,y\nSwitchName=x Nodes=n[1-4]\nSwitchName=y Nodes=n[5-8]\n");
+    /* the inference rooted the same fabric at a leaf: y hangs below x */
+    test_fabric(&b, "SwitchName=s1 Nodes=n[1-4] Switches=s2\nSwitchName=s2 Nodes=n[5-8]\n");
+    test_fabric(&admin, "SwitchName=spine Switches=leafA,leafB\nSwitchName=leafA Nodes=n[1-4]\nSwitchName=leafB Nodes=n[5-8]\n");
+    ok(ts_link_id(&a, vertex(&a, "n3"), NULL, NULL, id, sizeof id) == TS_OK && !strcmp(id, "n3"),
+       "an access link is its node's name (%s)", id);
+    ok(ts_link_id(&a, vertex(&a, "x"), NULL, NULL, id, sizeof id) == TS_OK && !strcmp(id, "{n[5-8]}"),
+       "a switch uplink is its smaller side's nodes, on a tie the side without the first name (%s)", id);
+    ts_link_id(&b, vertex(&b, "s2"), NULL, NULL, id2, sizeof id2);
+    ok(!strcmp(id2, "{n[5-8]}"), "the link between the halves has one name whatever the root (%s)", id2);
+    int *jc = ts_link_admin_counts(&admin, &b);
+    ok(ts_link_id(&b, vertex(&b, "s2"), &admin, jc, id, sizeof id) == TS_OK && !strcmp(id, "leafB"),
+       "with topology.conf it takes the admin's switch name (%s)", id);
+    free(jc);
+    /* a job on part of the fabric: n1, n2 of leafA and n5..n7 of leafB */
+    ts_fabric job;
+    test_fabric(&job, "SwitchName=t Nodes=n[5-7] Switches=u\nSwitchName=u Nodes=n[1-2]\n");
+    jc = ts_link_admin_counts(&admin, &job);
+    ok(ts_link_id(&job, vertex(&job, "u"), &admin, jc, id, sizeof id) == TS_OK && !strcmp(id, "leafA"),
+       "a job's partial leaf maps to the admin switch holding exactly its nodes (%s)", id);
+    free(jc);
+    /* the admin's tree disagrees (n2 cabled to leafB): no admin name fits, the set names it */
+    ts_fabric wrong;
+    test_fabric(&wrong, "SwitchName=spine Switches=leafA,leafB\nSwitchName=leafA Nodes=n1,n[3-4]\nSwitchName=leafB Nodes=n2,n[5-8]\n");
+    jc = ts_link_admin_counts(&wrong, &job);
+    ts_link_id(&job, vertex(&job, "u"), &wrong, jc, id, sizeof id);
+    ok(!strcmp(id, "{n[1-2]}"), "a set that is no admin switch keeps its set name (%s)", id);
+    free(jc);
+    ts_fabric_free(&a);
+    ts_fabric_free(&b);
+    ts_fabric_free(&admin);
+    ts_fabric_free(&job);
+    ts_fabric_free(&wrong);
+}
+
+static void test_baseline_file(void)
+{
+    ts_baseline_builder *bb = ts_baseline_builder_new();
+    double est[5] = { 8.0, 8.2, 7.9, 8.1, 30.0 };   /* one wild run: the median ignores it */
+    for (int i = 0; i < 5; i++) {
+        ts_baseline_builder_add(bb, "n1", 1, est[i], 0.05);
+        ts_baseline_builder_add(bb, "{n[1-4]}", 0, 2.5, 0.1);
+    }
+    ts_baseline b, c;
+    ts_error err;
+    ok(ts_baseline_builder_finish(bb, &b, &err) == TS_OK, "baseline built");
+    ts_baseline_builder_free(bb);
+    const ts_baseline_link *l = ts_baseline_find(&b, "n1");
+    ok(l && fabs(l->median_us - 8.1) < 1e-9 && fabs(l->mad_us - 0.1) < 1e-9 && l->count == 5 && l->access,
+       "median 8.1, MAD 0.1, count 5 (%g %g %d)", l ? l->median_us : NAN, l ? l->mad_us : NAN, l ? l->count : 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    ts_baseline_write(&b, out);
+    fclose(out);
+    ok(ts_baseline_parse(&c, buf, len, "baseline.yaml", &err) == TS_OK, "the written file reads back %s", err.text);
+    ok(c.n == 2 && ts_baseline_find(&c, "{n[1-4]}") && fabs(ts_baseline_find(&c, "n1")->median_us - 8.1) < 1e-4,
+       "same links and values");
+    free(buf);
+    ts_baseline_free(&c);
+    static const struct { const char *text, *want; } bad[] = {
+        { "links: []\n", "toposcope_baseline: 1' missing" },
+        { "toposcope_baseline: 2\nlinks: []\n", "baseline.yaml:1:21" },
+        { "toposcope_baseline: 1\nlinks:\n  - {link: x, kind: access, median_us: 1, mad_us: 0, se_us: 0}\n", "needs 'count'" },
+        { "toposcope_baseline: 1\nlinks:\n  - {link: x, kind: cable, median_us: 1, mad_us: 0, se_us: 0, count: 1}\n", "baseline.yaml:3:21" },
+        { "toposcope_baseline: 1\nlinks:\n  - {link: x, kind: access, median_us: -1, mad_us: 0, se_us: 0, count: 1}\n", "median_us" },
+        { "toposcope_baseline: 1\nlinks:\n  - {link: x, kind: access, median_us: 1, mad_us: 0, se_us: 0, count: 1, extra: 1}\n", "unknown key" },
+        { "toposcope_baseline: 1\nlinks: {}\n", "must be a list" },
+        { "toposcope_baseline: 1\nlinks: [\n", "baseline.yaml:" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err.text[0] = '\0';
+        int rc = ts_baseline_parse(&c, bad[i].text, strlen(bad[i].text), "baseline.yaml", &err);
+        ok(rc != TS_OK && strstr(err.text, bad[i].want) != NULL, "refused: %s", err.text);
+    }
+    ts_baseline_free(&b);
+}
+
+static ts_link_obs obs(const char *id, int access, double est, double se)
+{
+    ts_link_obs o;
+    memset(&o, 0, sizeof o);
+    snprintf(o.id, sizeof o.id, "%s", id);
+    o.access = access;
+    o.est_us = est;
+    o.se_us = se;
+    return o;
+}
+
+static void test_detection(void)
+{
+    ts_baseline_builder *bb = ts_baseline_builder_new();
+    const char *ids[6] = { "a", "b", "c", "d", "e", "f" };
+    for (int k = 0; k < 6; k++)
+        for (int r = 0; r < 5; r++)
+            ts_baseline_builder_add(bb, ids[k], 0, 10.0 + 0.1 * ((r + k) % 3 - 1), 0.1);
+    ts_baseline b;
+    ts_error err;
+    ts_baseline_builder_finish(bb, &b, &err);
+    ts_baseline_builder_free(bb);
+    ts_link_obs o[6] = {
+        obs("a", 0, 13.0, 0.1),    /* +30%, 3 us, ~25 sd: anomalous */
+        obs("b", 0, 10.4, 0.1),    /* +4%: significant but under 5% */
+        obs("c", 0, 12.0, 2.0),    /* +20% but this run's own spread is wide: not significant */
+        obs("d", 0, 9.0, 0.1),     /* faster: never an anomaly */
+        obs("e", 0, 11.0, 0.1),    /* +10%, ~8 sd: anomalous, less than a */
+        obs("zz", 0, 99.0, 0.1),   /* no baseline: not compared */
+    };
+    ts_link_obs_set set = { 6, o };
+    ts_detect_options d;
+    ts_detect_options_default(&d);
+    d.threshold_pct = 5;
+    d.threshold_us = 0.3;
+    ts_anomaly_list l = { 0 };
+    ok(ts_anomaly_detect(&set, &b, &d, &l, &err) == TS_OK, "detect");
+    ts_anomaly_add_unreachable(&l, "f", &b, &err);
+    ts_anomaly_sort(&l);
+    ok(l.n == 3, "three anomalies (%d)", l.n);
+    ok(l.n == 3 && !strcmp(l.a[0].id, "f") && l.a[0].kind == TS_ANOMALY_UNREACHABLE, "the silent node first");
+    ok(l.n == 3 && !strcmp(l.a[1].id, "a") && !strcmp(l.a[2].id, "e"), "then the larger excess");
+    ok(l.n == 3 && fabs(l.a[1].excess_pct - 30) < 1e-6 && fabs(l.a[1].expected_us - 10) < 1e-9,
+       "excess 30%% over 10 us");
+    ok(l.checked == 5, "five links compared (%d)", l.checked);
+    ts_anomaly_list_free(&l);
+    d.threshold_us = 5;
+    ts_anomaly_detect(&set, &b, &d, &l, &err);
+    ok(l.n == 0, "an absolute threshold of 5 us lets a 3 us excess pass");
+    ts_anomaly_list_free(&l);
+    ts_baseline_free(&b);
+}
+
+int main(void)
+{
+    test_identity();
+    test_baseline_file();
+    test_detection();
+    return done_testing();
+}
