@@ -583,7 +583,7 @@ int ts_baseline_builder_finish(ts_baseline_builder *bb, ts_baseline *b, ts_error
     return TS_OK;
 }
 
-static void yaml_quoted(FILE *out, const char *s)
+void ts_yaml_write_string(FILE *out, const char *s)
 {
     fputc('"', out);
     for (; *s; s++) {
@@ -607,7 +607,7 @@ int ts_baseline_write(const ts_baseline *b, FILE *out)
     for (int i = 0; i < b->n; i++) {
         const ts_baseline_link *l = &b->l[i];
         fprintf(out, "  - {link: ");
-        yaml_quoted(out, l->id);
+        ts_yaml_write_string(out, l->id);
         fprintf(out, ", kind: %s, median_us: %.4f, mad_us: %.4f, se_us: %.4f, count: %d}\n",
                 l->access ? "access" : "uplink", l->median_us, l->mad_us, l->se_us, l->count);
     }
@@ -857,7 +857,7 @@ int ts_anomalies_write_yaml(const ts_anomaly_list *l, FILE *out)
     for (int i = 0; i < l->n; i++) {
         const ts_anomaly *a = &l->a[i];
         fprintf(out, "  - {link: ");
-        yaml_quoted(out, a->id);
+        ts_yaml_write_string(out, a->id);
         fprintf(out, ", kind: %s, reason: %s", a->access ? "access" : "uplink",
                 a->kind == TS_ANOMALY_UNREACHABLE ? "unreachable" : "slow");
         num_or_null(out, "expected_us", a->expected_us);

@@ -22,6 +22,8 @@ static void usage(FILE *out)
             "          write rankfile, hostfile, machinefile and hierarchy hints\n"
             "  hints   check a hints.yaml, print a rank's TOPOSCOPE_* environment, or run a task\n"
             "          with it (srun toposcope hints --exec PROG)\n"
+            "  report  rank suspect links across the epilog's records, check topology.conf against\n"
+            "          the measured leaf groups, rebuild the baseline the epilogs read\n"
             "  probe   measure the network between the nodes of a job step, as a user\n"
             "          (srun --mpi=pmix -N<n> --ntasks-per-node=1 toposcope probe --out DIR)\n"
             "\n"
@@ -68,6 +70,8 @@ int main(int argc, char **argv)
         return cmd_place(argc - 1, argv + 1);
     if (!strcmp(cmd, "hints"))
         return cmd_hints(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report"))
+        return cmd_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "probe"))
         return run_probe(argv + 1);
     fprintf(stderr, "toposcope: unknown command '%s'\n", cmd);

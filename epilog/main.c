@@ -1,0 +1,654 @@
+/* toposcope-epilog — the job epilog's recorder (toposcope-epilog(8)).
+ *
+ * Runs on every node of a job when it ends. The job's leader (the first node of its hostlist)
+ * reads what the prolog left in SPOOL/JOB (status.yaml, tree.yaml, links.yaml), compares every
+ * link with the baseline, writes one record into the records directory (a temporary file,
+ * fsync, then link(2) under its final name, which never replaces another record: concurrent
+ * epilogs on a shared filesystem need no lock), logs one syslog line per anomaly and applies
+ * the policy's actions. Every node then removes its own spool directory, the leader only after
+ * its record is safe. Bounded by its own budget; a failure never fails the node. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include "toposcope/anomaly.h"
+#include "toposcope/hostlist.h"
+#include "toposcope/policy.h"
+#include "toposcope/record.h"
+#include "toposcope/treeyaml.h"
+
+#define STATUS_MAX_BYTES (1u << 20)
+#define DEFAULT_BUDGET_MS 5000
+#define DRAIN_PER_HOUR_DEFAULT 1
+
+typedef struct epilog_config {
+    const char *job, *nodes, *self, *user, *uid;
+    char spool[PATH_MAX];
+    const char *records, *baseline, *policy, *topology, *scontrol;
+    double budget_ms;
+    int admin_comment;            /* append a summary to the job's AdminComment */
+    int actions;                  /* 0: --no-actions, record and syslog only */
+    int log_stderr;               /* syslog lines also on stderr (LOG_PERROR) */
+    int drain_per_hour;
+    int64_t now;                  /* --time: the record's time (tests), else time(2) */
+} epilog_config;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: toposcope-epilog [options]\n"
+            "\n"
+            "The job epilog's link recorder: on the job's first node, compare the prolog's per-link\n"
+            "estimates (SPOOL/JOB/links.yaml) with the baseline, write one record into the records\n"
+            "directory, log one syslog line per anomaly and apply the policy's actions; on every node\n"
+            "remove the job's spool directory afterwards.\n"
+            "\n"
+            "options (Slurm's epilog environment gives the first four):\n"
+            "  --job ID             the job ($SLURM_JOB_ID)\n"
+            "  --nodes HOSTLIST     its nodes ($SLURM_JOB_NODELIST or $SLURM_NODELIST)\n"
+            "  --self NODE          this node ($SLURMD_NODENAME, else the host name)\n"
+            "  --uid UID --user NAME  the job's owner ($SLURM_JOB_UID, $SLURM_JOB_USER)\n"
+            "  --spool DIR          parent of the job's spool directory, %%n = this node\n"
+            "                       (default /var/spool/toposcope)\n"
+            "  --records DIR        the records directory (default /var/lib/toposcope/records)\n"
+            "  --baseline FILE      per-link baseline (toposcope report --update-baseline; default\n"
+            "                       /var/lib/toposcope/baseline.yaml when it exists)\n"
+            "  --policy NAME|FILE   anomaly thresholds and drain rule (default: the built-in defaults)\n"
+            "  --topology FILE      the admin's topology.conf: uplinks are named by its switches\n"
+            "  --admin-comment      append a summary of the anomalies to the job's AdminComment\n"
+            "  --drain-per-hour N   at most N drains per hour from the whole records directory (default 1)\n"
+            "  --no-actions         record and log only: no scontrol at all\n"
+            "  --scontrol PATH      the scontrol to run (default: scontrol on PATH)\n"
+            "  --budget-ms MS       hard time budget of the whole epilog (default 5000)\n"
+            "  --log-stderr         copy the syslog lines to stderr\n"
+            "  --time T             the record's time in seconds since the epoch (default: now)\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "exit status: 0 done (with or without anomalies), 1 the record could not be written,\n"
+            "2 bad options or input files.\n");
+}
+
+static void fail_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail_msg(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "toposcope-epilog: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void on_alarm(int sig)
+{
+    static const char msg[] = "toposcope-epilog: time budget exhausted, stopping (no record is half-written)\n";
+    (void)sig;
+    if (write(2, msg, sizeof msg - 1) < 0) {
+        /* nothing left to tell */
+    }
+    _exit(1);
+}
+
+static int parse_number(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, epilog_config *c)
+{
+    enum { O_JOB = 256, O_NODES, O_SELF, O_UID, O_USER, O_SPOOL, O_RECORDS, O_BASELINE, O_POLICY,
+           O_TOPOLOGY, O_COMMENT, O_DRAIN_RATE, O_NO_ACTIONS, O_SCONTROL, O_BUDGET, O_LOG_STDERR, O_TIME };
+    static const struct option longopts[] = {
+        {"job", required_argument, 0, O_JOB}, {"nodes", required_argument, 0, O_NODES},
+        {"self", required_argument, 0, O_SELF}, {"uid", required_argument, 0, O_UID},
+        {"user", required_argument, 0, O_USER}, {"spool", required_argument, 0, O_SPOOL},
+        {"records", required_argument, 0, O_RECORDS}, {"baseline", required_argument, 0, O_BASELINE},
+        {"policy", required_argument, 0, O_POLICY}, {"topology", required_argument, 0, O_TOPOLOGY},
+        {"admin-comment", no_argument, 0, O_COMMENT}, {"drain-per-hour", required_argument, 0, O_DRAIN_RATE},
+        {"no-actions", no_argument, 0, O_NO_ACTIONS}, {"scontrol", required_argument, 0, O_SCONTROL},
+        {"budget-ms", required_argument, 0, O_BUDGET}, {"log-stderr", no_argument, 0, O_LOG_STDERR},
+        {"time", required_argument, 0, O_TIME}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    const char *spool = "/var/spool/toposcope";
+    memset(c, 0, sizeof *c);
+    c->job = getenv("SLURM_JOB_ID");
+    c->nodes = getenv("SLURM_JOB_NODELIST");
+    if (!c->nodes)
+        c->nodes = getenv("SLURM_NODELIST");
+    c->self = getenv("SLURMD_NODENAME");
+    c->uid = getenv("SLURM_JOB_UID");
+    c->user = getenv("SLURM_JOB_USER");
+    c->records = "/var/lib/toposcope/records";
+    c->scontrol = "scontrol";
+    c->budget_ms = DEFAULT_BUDGET_MS;
+    c->actions = 1;
+    c->drain_per_hour = DRAIN_PER_HOUR_DEFAULT;
+    c->now = -1;
+    int opt;
+    double x;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case O_JOB: c->job = optarg; break;
+        case O_NODES: c->nodes = optarg; break;
+        case O_SELF: c->self = optarg; break;
+        case O_UID: c->uid = optarg; break;
+        case O_USER: c->user = optarg; break;
+        case O_SPOOL: spool = optarg; break;
+        case O_RECORDS: c->records = optarg; break;
+        case O_BASELINE: c->baseline = optarg; break;
+        case O_POLICY: c->policy = optarg; break;
+        case O_TOPOLOGY: c->topology = optarg; break;
+        case O_COMMENT: c->admin_comment = 1; break;
+        case O_NO_ACTIONS: c->actions = 0; break;
+        case O_SCONTROL: c->scontrol = optarg; break;
+        case O_LOG_STDERR: c->log_stderr = 1; break;
+        case O_DRAIN_RATE:
+            if (parse_number(optarg, 0, 1000000, &x) || x != floor(x)) {
+                fail_msg("--drain-per-hour wants a whole number, not '%s'", optarg);
+                return 2;
+            }
+            c->drain_per_hour = (int)x;
+            break;
+        case O_BUDGET:
+            if (parse_number(optarg, 1, 600000, &x)) {
+                fail_msg("--budget-ms wants 1 .. 600000 milliseconds, not '%s'", optarg);
+                return 2;
+            }
+            c->budget_ms = x;
+            break;
+        case O_TIME:
+            if (parse_number(optarg, 0, 1e12, &x)) {
+                fail_msg("--time wants seconds since the epoch, not '%s'", optarg);
+                return 2;
+            }
+            c->now = (int64_t)x;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fail_msg("unexpected argument '%s'", argv[optind]);
+        return 2;
+    }
+    static char host[256];
+    if (!c->self && gethostname(host, sizeof host - 1) == 0)
+        c->self = host;
+    if (!c->job || !*c->job || strspn(c->job, "0123456789_.") != strlen(c->job) || strlen(c->job) > 64) {
+        fail_msg("--job (or SLURM_JOB_ID) wants a job id (digits, '_', '.'), not '%s'", c->job ? c->job : "");
+        return 2;
+    }
+    if (!c->nodes || !*c->nodes) {
+        fail_msg("--nodes (or SLURM_JOB_NODELIST) is required");
+        return 2;
+    }
+    /* %n: this node's name, for spool directories on a shared filesystem */
+    size_t o = 0;
+    for (const char *p = spool; *p && o + 1 < sizeof c->spool; p++) {
+        if (p[0] == '%' && p[1] == 'n') {
+            o += (size_t)snprintf(c->spool + o, sizeof c->spool - o, "%s", c->self ? c->self : "");
+            p++;
+        } else {
+            c->spool[o++] = *p;
+        }
+        if (o >= sizeof c->spool) {
+            fail_msg("--spool is too long");
+            return 2;
+        }
+    }
+    c->spool[o] = '\0';
+    if (c->now < 0)
+        c->now = (int64_t)time(NULL);
+    return 0;
+}
+
+/* ---- the spool ---- */
+
+/* Remove SPOOL/JOB: its files, then the directory; never through a symlink. */
+static int spool_remove(const epilog_config *c)
+{
+    int parent = open(c->spool, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (parent < 0)
+        return errno == ENOENT ? 0 : -1;
+    int dfd = openat(parent, c->job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        int e = errno;
+        close(parent);
+        return e == ENOENT ? 0 : -1;
+    }
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        close(parent);
+        return -1;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+    int rc = unlinkat(parent, c->job, AT_REMOVEDIR);
+    close(parent);
+    return rc;
+}
+
+static int spool_path(const epilog_config *c, const char *name, char *out, size_t max)
+{
+    int n = snprintf(out, max, "%s/%s/%s", c->spool, c->job, name);
+    return n >= 0 && (size_t)n < max ? 0 : -1;
+}
+
+/* status.yaml: status and the nodes that did not answer (read by name, other keys ignored:
+ * the prolog owns that file's format). */
+static int read_status(const epilog_config *c, ts_record *r, char ***unreachable, int *nun)
+{
+    char path[PATH_MAX + 32];
+    *unreachable = NULL;
+    *nun = 0;
+    if (spool_path(c, "status.yaml", path, sizeof path))
+        return -1;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(r->status, sizeof r->status, "missing");
+        return 0;
+    }
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f) && n++ < 10000) {
+        if (!strncmp(line, "status: ", 8)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            snprintf(r->status, sizeof r->status, "%.31s", line + 8);
+        } else if (!strncmp(line, "unreachable: [", 14)) {
+            /* ["node3", "node7"]: names as the agents wrote them (quoted, no quotes inside) */
+            for (char *p = line + 14; (p = strchr(p, '"'));) {
+                char *q = strchr(p + 1, '"');
+                if (!q)
+                    break;
+                *q = '\0';
+                char **t = realloc(*unreachable, sizeof(char *) * (size_t)(*nun + 1));
+                if (!t)
+                    break;
+                *unreachable = t;
+                if (!(t[*nun] = strdup(p + 1)))
+                    break;
+                (*nun)++;
+                p = q + 1;
+            }
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+/* ---- the record file ---- */
+
+/* Write the record as RECORDS/job-JOB.yaml (job-JOB.N.yaml when a requeued job already has one):
+ * a private temporary file, fsync, link(2) to the final name (fails rather than replace), unlink
+ * the temporary, fsync the directory. Returns 0 and the final name. */
+static int record_publish(const epilog_config *c, const char *data, size_t len, char *final, size_t max)
+{
+    int dfd = open(c->records, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        fail_msg("records directory %s: %s", c->records, strerror(errno));
+        return -1;
+    }
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, ".tmp-%s-%ld-%lx", c->job, (long)getpid(), (unsigned long)random());
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        fail_msg("%s/%s: %s", c->records, tmp, strerror(errno));
+        close(dfd);
+        return -1;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    int ok = off == len && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    int rc = -1;
+    if (ok) {
+        for (int i = 0; i < 1000; i++) {
+            if (i == 0)
+                snprintf(final, max, "job-%s.yaml", c->job);
+            else
+                snprintf(final, max, "job-%s.%d.yaml", c->job, i);
+            if (linkat(dfd, tmp, dfd, final, 0) == 0) {
+                rc = 0;
+                break;
+            }
+            if (errno != EEXIST)
+                break;
+        }
+    }
+    if (rc != 0)
+        fail_msg("cannot write a record into %s: %s", c->records, strerror(errno));
+    unlinkat(dfd, tmp, 0);
+    if (rc == 0 && fsync(dfd) != 0)
+        rc = -1;
+    close(dfd);
+    return rc;
+}
+
+/* ---- actions ---- */
+
+static int run_scontrol(const epilog_config *c, char *const args[])
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+        }
+        execvp(c->scontrol, args);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* The job's AdminComment gets a short summary (scontrol replaces the comment, so what Slurm
+ * already has is not kept: Slurm gives the epilog no cheap way to read it back). */
+static void admin_comment(const epilog_config *c, const ts_anomaly_list *l)
+{
+    char text[1024];
+    int o = snprintf(text, sizeof text, "AdminComment=toposcope: %d slow link%s:", l->n, l->n == 1 ? "" : "s");
+    for (int i = 0; i < l->n && i < 5 && o > 0 && (size_t)o < sizeof text; i++)
+        o += snprintf(text + o, sizeof text - (size_t)o, " %.100s%s", l->a[i].id, i + 1 < l->n && i < 4 ? "," : "");
+    char jobarg[96];
+    snprintf(jobarg, sizeof jobarg, "JobId=%s", c->job);
+    char *args[] = { (char *)c->scontrol, "update", jobarg, text, NULL };
+    if (run_scontrol(c, args) != 0)
+        syslog(LOG_WARNING, "job=%s admin_comment failed (%s)", c->job, c->scontrol);
+}
+
+/* Distinct jobs whose records flag link `id` within the last `hours` (this job's included, it is
+ * already published). */
+static int jobs_flagging(const epilog_config *c, const char *id, double hours)
+{
+    DIR *d = opendir(c->records);
+    if (!d)
+        return 0;
+    char **jobs = NULL;
+    int n = 0, scanned = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && scanned < 100000) {
+        size_t L = strlen(de->d_name);
+        if (strncmp(de->d_name, "job-", 4) || L < 9 || strcmp(de->d_name + L - 5, ".yaml"))
+            continue;
+        scanned++;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", c->records, de->d_name);
+        ts_record r;
+        ts_error err;
+        if (ts_record_load(&r, path, &err) != TS_OK)
+            continue;
+        if ((double)(c->now - r.time) <= hours * 3600 && r.time <= c->now + 60) {
+            int hit = 0, dup = 0;
+            for (int i = 0; i < r.anomalies.n; i++)
+                hit |= !strcmp(r.anomalies.a[i].id, id);
+            for (int i = 0; i < n; i++)
+                dup |= !strcmp(jobs[i], r.job);
+            char **t = hit && !dup ? realloc(jobs, sizeof(char *) * (size_t)(n + 1)) : NULL;
+            if (t) {
+                jobs = t;
+                if ((jobs[n] = strdup(r.job)))
+                    n++;
+            }
+        }
+        ts_record_free(&r);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        free(jobs[i]);
+    free(jobs);
+    return n;
+}
+
+/* Rate limit: each drain leaves RECORDS/.drain-NODE-TIME (created exclusively, no lock shared);
+ * a drain is allowed while fewer than drain_per_hour such marks are younger than an hour, and
+ * never twice for one node within the policy's window. */
+static int drain_allowed(const epilog_config *c, const char *node, double hours)
+{
+    DIR *d = opendir(c->records);
+    if (!d)
+        return 0;
+    int recent = 0, same = 0;
+    struct dirent *de;
+    size_t nl = strlen(node);
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, ".drain-", 7))
+            continue;
+        const char *dash = strrchr(de->d_name, '-');
+        long long t = dash ? atoll(dash + 1) : 0;
+        if (c->now - t < 3600)
+            recent++;
+        if ((size_t)(dash - de->d_name) == 7 + nl && !strncmp(de->d_name + 7, node, nl) &&
+            (double)(c->now - t) < hours * 3600)
+            same++;
+    }
+    closedir(d);
+    return !same && recent < c->drain_per_hour;
+}
+
+static void maybe_drain(const epilog_config *c, const ts_policy *pol, const ts_anomaly_list *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const ts_anomaly *a = &l->a[i];
+        /* a node is drained for its own access link only: an uplink's nodes did nothing wrong */
+        if (!a->access)
+            continue;
+        int k = jobs_flagging(c, a->id, pol->drain_hours);
+        if (k < pol->drain_jobs || k < 2)
+            continue;
+        if (!drain_allowed(c, a->id, pol->drain_hours)) {
+            syslog(LOG_WARNING, "job=%s link=%s flagged by %d jobs in %g h: drain held back by the rate limit",
+                   c->job, a->id, k, pol->drain_hours);
+            continue;
+        }
+        char mark[PATH_MAX];
+        snprintf(mark, sizeof mark, "%s/.drain-%s-%lld", c->records, a->id, (long long)c->now);
+        int fd = open(mark, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+        if (fd < 0)
+            continue;                    /* another epilog took this drain */
+        close(fd);
+        char nodearg[300], reason[400];
+        snprintf(nodearg, sizeof nodearg, "NodeName=%s", a->id);
+        snprintf(reason, sizeof reason, "Reason=toposcope: access link slow in %d jobs within %g h (last: job %s, +%.0f%%)",
+                 k, pol->drain_hours, c->job, a->excess_pct);
+        char *args[] = { (char *)c->scontrol, "update", nodearg, "State=DRAIN", reason, NULL };
+        int rc = run_scontrol(c, args);
+        syslog(rc == 0 ? LOG_WARNING : LOG_ERR, "job=%s link=%s %s: flagged by %d jobs within %g h",
+               c->job, a->id, rc == 0 ? "node drained" : "drain failed", k, pol->drain_hours);
+    }
+}
+
+/* ---- the leader's work ---- */
+
+static int leader_record(const epilog_config *c)
+{
+    ts_error err;
+    ts_policy pol;
+    ts_baseline base;
+    ts_fabric admin, tree;
+    ts_record r;
+    char **unreachable = NULL;
+    int nun = 0, have_admin = 0, have_tree = 0, status = 2;
+    ts_policy_default(&pol);
+    ts_baseline_init(&base);
+    ts_fabric_init(&admin);
+    ts_fabric_init(&tree);
+    ts_record_init(&r);
+
+    if (c->policy) {
+        const char *env = getenv("TOPOSCOPE_POLICY_DIR");
+        const char *dirs[] = { env && *env ? env : "/etc/toposcope/policies", "/etc/toposcope/policies", NULL };
+        if (ts_policy_load(&pol, c->policy, dirs, &err) != TS_OK) {
+            fail_msg("%s", err.text);
+            goto out;
+        }
+    }
+    const char *bpath = c->baseline;
+    if (!bpath && access("/var/lib/toposcope/baseline.yaml", R_OK) == 0)
+        bpath = "/var/lib/toposcope/baseline.yaml";
+    if (bpath && ts_baseline_load(&base, bpath, &err) != TS_OK) {
+        /* a broken baseline costs the comparison, not the record */
+        syslog(LOG_ERR, "job=%s baseline unusable: %s", c->job, err.text);
+        ts_baseline_init(&base);
+    }
+    if (c->topology) {
+        if (ts_fabric_load_topology_conf(&admin, c->topology, &err) != TS_OK) {
+            syslog(LOG_ERR, "job=%s topology.conf unusable: %s", c->job, err.text);
+            ts_fabric_free(&admin);
+            ts_fabric_init(&admin);
+        } else {
+            have_admin = 1;
+        }
+    }
+    status = 1;
+    snprintf(r.job, sizeof r.job, "%s", c->job);
+    if (c->user)
+        snprintf(r.user, sizeof r.user, "%s", c->user);
+    if (c->uid) {
+        char *end;
+        long u = strtol(c->uid, &end, 10);
+        if (*c->uid && !*end && u >= 0) {
+            r.uid = u;
+            struct passwd *pw = c->user ? NULL : getpwuid((uid_t)u);
+            if (pw)
+                snprintf(r.user, sizeof r.user, "%s", pw->pw_name);
+        }
+    }
+    r.time = c->now;
+    if (!(r.nodes = strdup(c->nodes)))
+        goto out;
+    read_status(c, &r, &unreachable, &nun);
+
+    char tpath[PATH_MAX + 32], lpath[PATH_MAX + 32];
+    if (spool_path(c, "tree.yaml", tpath, sizeof tpath) || spool_path(c, "links.yaml", lpath, sizeof lpath))
+        goto out;
+    if (access(tpath, R_OK) == 0 && ts_fabric_load_tree_yaml(&tree, tpath, &err) == TS_OK) {
+        have_tree = 1;
+        if (ts_record_set_tree(&r, &tree, &err) != TS_OK)
+            goto out;
+    }
+    if (have_tree && access(lpath, R_OK) == 0 &&
+        ts_link_obs_load_run(tpath, lpath, have_admin ? &admin : NULL, &r.links, &err) != TS_OK) {
+        syslog(LOG_ERR, "job=%s links.yaml unusable: %s", c->job, err.text);
+        ts_link_obs_set_free(&r.links);
+    }
+    ts_detect_options dopt;
+    ts_detect_options_default(&dopt);
+    dopt.threshold_pct = pol.anomaly_pct;
+    dopt.threshold_us = pol.anomaly_us;
+    if (ts_anomaly_detect(&r.links, &base, &dopt, &r.anomalies, &err) != TS_OK)
+        goto out;
+    for (int i = 0; i < nun; i++)
+        if (ts_anomaly_add_unreachable(&r.anomalies, unreachable[i], &base, &err) != TS_OK)
+            goto out;
+    ts_anomaly_sort(&r.anomalies);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        goto out;
+    ts_record_write(&r, m);
+    if (ferror(m) | fclose(m)) {
+        free(text);
+        goto out;
+    }
+    char final[128];
+    int pub = record_publish(c, text, len, final, sizeof final);
+    free(text);
+    if (pub != 0)
+        goto out;
+    for (int i = 0; i < r.anomalies.n; i++) {
+        const ts_anomaly *a = &r.anomalies.a[i];
+        if (a->kind == TS_ANOMALY_UNREACHABLE)
+            syslog(LOG_WARNING, "job=%s link=%s excess=unreachable (node did not answer) record=%s", c->job, a->id,
+                   final);
+        else
+            syslog(LOG_WARNING, "job=%s link=%s excess=%+.1f%% (%+.2f us: expected %.2f us, observed %.2f us) "
+                   "score=%.1f record=%s", c->job, a->id, a->excess_pct, a->excess_us, a->expected_us,
+                   a->observed_us, a->score, final);
+    }
+    if (c->actions && r.anomalies.n) {
+        if (c->admin_comment)
+            admin_comment(c, &r.anomalies);
+        if (pol.drain)
+            maybe_drain(c, &pol, &r.anomalies);
+    }
+    status = 0;
+out:
+    for (int i = 0; i < nun; i++)
+        free(unreachable[i]);
+    free(unreachable);
+    ts_record_free(&r);
+    ts_fabric_free(&tree);
+    ts_fabric_free(&admin);
+    ts_baseline_free(&base);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    epilog_config c;
+    int rc = parse_options(argc, argv, &c);
+    if (rc)
+        return rc;
+    signal(SIGALRM, on_alarm);
+    alarm((unsigned)ceil(c.budget_ms / 1000.0));
+    srandom((unsigned)(getpid() ^ (unsigned)time(NULL)));
+    openlog("toposcope", LOG_PID | (c.log_stderr ? LOG_PERROR : 0), LOG_DAEMON);
+
+    ts_hostlist hl;
+    ts_error err;
+    if (ts_hostlist_expand(c.nodes, strlen(c.nodes), &hl, &err) != TS_OK || hl.count == 0) {
+        fail_msg("--nodes %s: %s", c.nodes, hl.count ? err.text : "no nodes");
+        return 2;
+    }
+    int leader = c.self && !strcmp(hl.hosts[0], c.self);
+    ts_hostlist_free(&hl);
+    if (leader)
+        rc = leader_record(&c);
+    /* the leader's spool goes only once its record is safe; a failed record keeps the evidence */
+    if (rc == 0 && spool_remove(&c) != 0)
+        fail_msg("cannot remove %s/%s: %s", c.spool, c.job, strerror(errno));
+    closelog();
+    return rc;
+}

@@ -1,0 +1,63 @@
+/* toposcope — suspect links across many jobs' records (`toposcope report`).
+ *
+ * Network tomography on the records: a link gains evidence from every job that flagged it, each
+ * job weighted by how many of its other links were fine (1 - the job's share of flagged links),
+ * so a link that is slow in many jobs while its siblings in the same jobs are fine ranks above
+ * links that only turn up in jobs where everything was slow (a loaded host, a bad run).
+ * Ranking: evidence, then jobs flagged, then median excess. */
+#ifndef TOPOSCOPE_REPORT_H
+#define TOPOSCOPE_REPORT_H
+
+#include <stdint.h>
+#include "toposcope/anomaly.h"
+#include "toposcope/fabric.h"
+#include "toposcope/record.h"
+
+#define TS_REPORT_JOBS_KEPT 16       /* job ids listed per suspect link */
+
+typedef struct ts_suspect {
+    char id[TS_LINK_ID_MAX];
+    int access;
+    int seen;                        /* records that measured or flagged the link */
+    int flagged;                     /* records that flagged it */
+    int unreachable;                 /* of those, as a node that did not answer */
+    double evidence;                 /* sum over flagging records of (1 - share flagged) */
+    double median_excess_pct, median_excess_us;   /* over slow flags; NAN without */
+    double max_score;
+    int64_t first_seen, last_seen;   /* times of the flagging records */
+    int njobs;
+    char jobs[TS_REPORT_JOBS_KEPT][TS_RECORD_TEXT_MAX];
+} ts_suspect;
+
+typedef struct ts_report ts_report;
+
+ts_report *ts_report_new(void);
+void ts_report_free(ts_report *r);
+/* Add one record (its links feed the baseline too, minus the ones it flagged). */
+int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err);
+/* The suspects, most suspect first (only links flagged at least once); valid until the next
+ * call on r. */
+int ts_report_suspects(ts_report *r, const ts_suspect **out, int *n, ts_error *err);
+int ts_report_records(const ts_report *r);
+/* A baseline from every record's unflagged links. */
+int ts_report_baseline(const ts_report *r, ts_baseline *b, ts_error *err);
+
+/* ---- leaf groups against the admin's topology.conf ---- */
+
+typedef struct ts_mismatch {
+    char node[256];
+    char admin_switch[256];          /* where topology.conf puts it ("" when it is not there) */
+    char measured_with[256];         /* the admin switch most of its measured leaf mates are on */
+    int jobs;                        /* records that saw it so */
+    char last_job[TS_RECORD_TEXT_MAX];
+} ts_mismatch;
+
+/* Nodes whose measured leaf group is mostly on another admin leaf switch than topology.conf
+ * says, most often seen first. */
+int ts_report_mismatches(const ts_report *r, const ts_fabric *admin, ts_mismatch **out, int *n,
+                         ts_error *err);
+/* Leaf switches inferred from every record's leaf groups (nodes measured under one switch in
+ * any job are one leaf), under one top switch: a topology.conf for Slurm's topology/tree. */
+int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err);
+
+#endif

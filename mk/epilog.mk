@@ -1,0 +1,17 @@
+# The epilog recorder: build/bin/toposcope-epilog (epilog/). Only lib/ and libc: hostlists come
+# from lib/hostlist.c (Slurm's syntax), scontrol is run as a program when the policy acts.
+#   make epilog
+
+EPILOG_BIN := $(BUILD)/bin/toposcope-epilog
+
+.PHONY: epilog
+all: $(EPILOG_BIN)
+epilog: $(EPILOG_BIN)
+
+$(BUILD)/obj/epilog/%.o: epilog/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(EPILOG_BIN): $(BUILD)/obj/epilog/main.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIB_A) $(LDLIBS)

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# toposcope-epilog and toposcope report end to end on simulated jobs: the prolog's spool files
+# come from `toposcope sim` on a 128-node fat tree (what the node agents write is the same
+# ts_measure_write output). Records, baseline rebuilt from them, a degraded leaf uplink named
+# in every job's record and ranked first by the report, syslog lines, AdminComment and drain
+# through scontrol (a stand-in that logs its arguments), the spool removed, topology.conf
+# mismatches, inferred topology, formats, the picture, and broken files skipped by name.
+set -u
+cd "$(dirname "$0")/.."
+build=${TOPOSCOPE_BUILD:-build}
+bin=$build/bin/toposcope
+epilog=$build/bin/toposcope-epilog
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0 failed=0
+ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+policy=bench/anomaly-ethernet.yaml
+
+"$bin" gen --fat-tree 8 --seed 3 > "$tmp/ft8.conf"
+"$bin" sim --fabric "$tmp/ft8.conf" --fabric-seed 2 --seed 1 --out "$tmp/probe" > /dev/null
+nodes=$(awk -F'"' '/kind: node/ {print $2}' "$tmp/probe/truth.yaml" | sort)
+hostlist="n[0001-0128]"
+leader=n0001
+leaf=$(awk -F'"' '/kind: switch/ && /leaf/ {print $2}' "$tmp/probe/truth.yaml" | sort | sed -n 7p)
+victim=$(echo "$nodes" | sed -n 77p)      # silent in one job
+slow=$(echo "$nodes" | sed -n 33p)        # slow in the drain jobs
+mkdir -p "$tmp/rec" "$tmp/spool"
+cat > "$tmp/scontrol" <<EOS
+#!/bin/sh
+echo "\$*" >> "$tmp/scontrol.log"
+EOS
+chmod +x "$tmp/scontrol"
+
+# job JOB SEED [INJECT...]: the prolog's files for a job on all 128 nodes, as sim measures them
+spool_job() {
+    local job=$1 seed=$2; shift 2
+    "$bin" sim --fabric "$tmp/ft8.conf" --fabric-seed 2 --seed "$seed" "$@" --out "$tmp/sim-$job" > /dev/null || return 1
+    mkdir -p "$tmp/spool/$job"
+    cp "$tmp/sim-$job/tree.yaml" "$tmp/sim-$job/links.yaml" "$tmp/spool/$job/"
+    printf 'job: %s\nstatus: measured\nunreachable: []\n' "$job" > "$tmp/spool/$job/status.yaml"
+}
+run_epilog() {   # JOB [options]
+    local job=$1; shift
+    "$epilog" --job "$job" --nodes "$hostlist" --self $leader --uid 0 --spool "$tmp/spool" \
+        --records "$tmp/rec" --scontrol "$tmp/scontrol" --log-stderr "$@"
+}
+
+# five healthy jobs without a baseline: records with estimates, nothing flagged
+for j in 101 102 103 104 105; do spool_job $j $j; run_epilog $j --topology "$tmp/ft8.conf" 2>> "$tmp/e0.log"; done
+[ "$(ls "$tmp/rec" | wc -l)" -eq 5 ]; ok $? "five records written"
+[ ! -e "$tmp/spool/101" ]; ok $? "the leader removed the job's spool directory after its record"
+grep -q '^toposcope_record: 1' "$tmp/rec/job-101.yaml" && grep -q '^user: "root"' "$tmp/rec/job-101.yaml" &&
+  grep -q '^nodes: "n\[0001-0128\]"' "$tmp/rec/job-101.yaml" && grep -q 'leaf_groups: \["' "$tmp/rec/job-101.yaml"
+ok $? "a record holds job, user, nodes and the leaf groups"
+grep -q "{link: \"$leaf\", kind: uplink, est_us:" "$tmp/rec/job-101.yaml"; ok $? "uplinks are named by the admin's switches (--topology)"
+grep -q '^anomalies: \[\]' "$tmp/rec/job-105.yaml"; ok $? "no baseline, no slow link"
+
+"$bin" report --records "$tmp/rec" --update-baseline "$tmp/baseline.yaml" > "$tmp/r0" 2>&1; ok $? "report --update-baseline"
+links=$(grep -c '^  - {link:' "$tmp/baseline.yaml")
+[ "$links" -ge 150 ] && grep -q "{link: \"$leaf\", kind: uplink, .*count: 5}" "$tmp/baseline.yaml"
+ok $? "the baseline has every link, each from 5 jobs ($links links)"
+
+# a non-leader node only removes its own spool
+spool_job 199 199
+"$epilog" --job 199 --nodes "$hostlist" --self n0002 --spool "$tmp/spool" --records "$tmp/rec" --baseline "$tmp/baseline.yaml"
+[ ! -e "$tmp/rec/job-199.yaml" ] && [ ! -e "$tmp/spool/199" ]; ok $? "another node writes no record and removes its spool"
+
+# ten jobs with the leaf uplink slowed by 30%, one also with a silent node
+for j in $(seq 201 210); do
+    extra=(); [ $j = 210 ] && extra=(--inject "dead:$victim")
+    spool_job $j $j --inject "degrade:$leaf:+30%" "${extra[@]}"
+    [ $j = 210 ] && sed -i "s/^unreachable: \[\]/unreachable: [\"$victim\"]/" "$tmp/spool/$j/status.yaml"
+    run_epilog $j --baseline "$tmp/baseline.yaml" --policy "$policy" --topology "$tmp/ft8.conf" 2>> "$tmp/e1.log"
+done
+named=0
+for j in $(seq 201 210); do
+    awk '/^anomalies:/ {a=1} a && /link:/' "$tmp/rec/job-$j.yaml" | grep -q "link: \"$leaf\", kind: uplink, reason: slow" && named=$((named+1))
+done
+[ $named -eq 10 ]; ok $? "every degraded job's record names $leaf ($named of 10)"
+grep -q "expected_us: .*observed_us: .*excess_pct: .*score:" "$tmp/rec/job-201.yaml"; ok $? "an anomaly carries expected, observed, excess and score"
+lines=$(grep -c "^toposcope\[[0-9]*\]: job=20[0-9] link=$leaf excess=+[0-9.]*%" "$tmp/e1.log")
+[ "$lines" -ge 9 ]; ok $? "one syslog line per anomaly: toposcope[pid]: job=... link=... excess=... ($lines)"
+grep -q "job=210 link=$victim excess=unreachable" "$tmp/e1.log"; ok $? "the silent node is logged"
+[ ! -s "$tmp/scontrol.log" ]; ok $? "no scontrol without --admin-comment or a drain rule"
+
+"$bin" report --records "$tmp/rec" --topology "$tmp/ft8.conf" > "$tmp/r1" 2> "$tmp/r1.err"; ok $? "report"
+first=$(awk '$1 == "1" {print $2}' "$tmp/r1")
+[ "$first" = "$leaf" ]; ok $? "report ranks the degraded uplink first ($first)"
+awk '$1 == "1"' "$tmp/r1" | grep -q " 10/15 "; ok $? "with 10 of the 15 jobs flagging it"
+grep -q "nodes whose measured leaf switch differs from topology.conf: 0" "$tmp/r1"; ok $? "the measured leaves agree with topology.conf"
+
+# --format yaml and json
+"$bin" report --records "$tmp/rec" --format json > "$tmp/r.json" && python3 -c "
+import json,sys; d=json.load(open('$tmp/r.json')); assert d['records']==15, d['records']; assert d['suspects'][0]['link']=='$leaf'; assert d['suspects'][0]['flagged']==10"
+ok $? "--format json parses and agrees"
+"$bin" report --records "$tmp/rec" --format yaml > "$tmp/r.yaml" && python3 -c "
+import yaml; d=yaml.safe_load(open('$tmp/r.yaml')); assert d['suspects'][0]['link']=='$leaf'; assert d['suspects'][0]['first_seen'] <= d['suspects'][0]['last_seen']" 2> "$tmp/py.err"
+ok $? "--format yaml parses and agrees $(head -c 300 "$tmp/py.err")"
+
+# admin's topology.conf with two nodes swapped between leaves: both listed
+a=$(grep -m1 "^SwitchName=$leaf " "$tmp/ft8.conf" | grep -o 'Nodes=[^ ]*' | cut -d= -f2)
+"$bin" sim --fabric "$tmp/ft8.conf" --method pmm --no-links --out "$tmp/pmm" > /dev/null
+x=$(awk -F'"' -v l="$leaf" '/kind: node/ && $4 == l {print $2; exit}' "$tmp/pmm/truth.yaml")
+other=$(awk -F'"' '/kind: switch/ && /leaf/ {print $2}' "$tmp/probe/truth.yaml" | sort | sed -n 20p)
+y=$(awk -F'"' -v l="$other" '/kind: node/ && $4 == l {print $2; exit}' "$tmp/pmm/truth.yaml")
+python3 - "$tmp/ft8.conf" "$x" "$y" > "$tmp/swapped.conf" <<'PY'
+import re, sys
+path, x, y = sys.argv[1:]
+# expand, swap, write plain lists
+def expand(h):
+    m = re.match(r'^(\w+?)\[(.*)\]$', h)
+    if not m: return h.split(',')
+    out = []
+    for part in m.group(2).split(','):
+        if '-' in part:
+            a, b = part.split('-'); w = len(a)
+            out += [m.group(1) + str(i).zfill(w) for i in range(int(a), int(b) + 1)]
+        else: out.append(m.group(1) + part)
+    return out
+for line in open(path):
+    m = re.search(r'Nodes=(\S+)', line)
+    if m:
+        ns = [y if n == x else x if n == y else n for n in expand(m.group(1))]
+        line = line.replace(m.group(0), 'Nodes=' + ','.join(ns))
+    sys.stdout.write(line)
+PY
+"$bin" report --records "$tmp/rec" --topology "$tmp/swapped.conf" > "$tmp/r2" 2>&1
+grep -q "  $x: topology.conf says $other, measured with the nodes of $leaf (15 jobs" "$tmp/r2" &&
+  grep -q "  $y: topology.conf says $leaf, measured with the nodes of $other" "$tmp/r2"
+ok $? "two nodes swapped in topology.conf are listed with where they were measured ($x, $y)"
+
+"$bin" report --records "$tmp/rec" --write-topology "$tmp/inferred.conf" > /dev/null 2>&1 &&
+  "$bin" sim --fabric "$tmp/inferred.conf" --method pmm --no-links --out "$tmp/inf" > /dev/null 2>&1
+ok $? "--write-topology writes a topology.conf that toposcope reads back"
+[ "$(grep -c '^SwitchName=leaf' "$tmp/inferred.conf")" -eq 32 ] &&
+  grep -q "^SwitchName=leaf[0-9]* Nodes=$(echo "$a" | sed 's/\[/\\[/; s/\]/\\]/')\$" "$tmp/inferred.conf"
+ok $? "32 inferred leaves of 4 nodes, $leaf's among them"
+
+"$bin" report --records "$tmp/rec" --topology "$tmp/ft8.conf" --svg "$tmp/r.svg" > /dev/null 2>&1 &&
+  grep -q "stroke=\"#ff00\(00\)*\" stroke-width=\"6.0\"><title>$leaf</title>" "$tmp/r.svg"
+ok $? "--svg draws the worst link red and widest"
+
+# corrupt, truncated, foreign: named and skipped, the report still runs
+cp "$tmp/rec/job-205.yaml" "$tmp/keep.yaml"
+head -c 700 "$tmp/keep.yaml" > "$tmp/rec/job-900.yaml"
+printf 'toposcope_record: 1\njob: "901"\ntime: 5\nlinks: [\n' > "$tmp/rec/job-901.yaml"
+printf '\x00\x01binary\xff' > "$tmp/rec/core.1234"
+printf 'SwitchName=s1 Nodes=a\n' > "$tmp/rec/notes.txt"
+printf 'toposcope_record: 7\njob: "x"\n' > "$tmp/rec/job-902.yaml"
+mkdir "$tmp/rec/subdir"
+"$bin" report --records "$tmp/rec" > "$tmp/r3" 2> "$tmp/r3.err"; rc=$?
+[ $rc -eq 0 ] && [ "$(awk '$1 == "1" {print $2}' "$tmp/r3")" = "$leaf" ]; ok $? "the report still runs and ranks (exit $rc)"
+for f in job-900.yaml job-901.yaml core.1234 notes.txt job-902.yaml subdir; do
+    grep -q "warning: skipping $tmp/rec/$f: " "$tmp/r3.err"; ok $? "$f skipped with a warning naming it"
+done
+grep -q "15 records read, 6 skipped" "$tmp/r3"; ok $? "15 records read, 6 skipped"
+rm -rf "$tmp/rec/job-90"* "$tmp/rec/core.1234" "$tmp/rec/notes.txt" "$tmp/rec/subdir"
+
+# --since: records older than the window are left out
+spool_job 300 300
+run_epilog 300 --time $(( $(date +%s) - 10 * 86400 )) 2>/dev/null
+"$bin" report --records "$tmp/rec" --since 7d --format json | python3 -c "import json,sys; assert json.load(sys.stdin)['records']==15"
+ok $? "--since 7d leaves out a 10-day-old record"
+
+# actions: AdminComment, and drain only after 3 distinct jobs within 24 h, once
+printf 'placement:\n  kind: measure-only\nanomaly:\n  threshold_pct: 5\n  threshold_us: 0.3\ndrain:\n  jobs: 3\n  hours: 24\n' > "$tmp/drain.yaml"
+: > "$tmp/scontrol.log"
+for j in 401 402; do
+    spool_job $j $j --inject "degrade:$slow:+30%"
+    run_epilog $j --baseline "$tmp/baseline.yaml" --policy "$tmp/drain.yaml" --admin-comment 2>/dev/null
+done
+grep -q "^update JobId=401 AdminComment=toposcope: 1 slow link: $slow" "$tmp/scontrol.log"; ok $? "AdminComment set through scontrol"
+! grep -q "State=DRAIN" "$tmp/scontrol.log"; ok $? "two jobs' evidence drains nothing"
+spool_job 403 403 --inject "degrade:$slow:+30%"
+run_epilog 403 --baseline "$tmp/baseline.yaml" --policy "$tmp/drain.yaml" 2> "$tmp/e4.log"
+grep -q "^update NodeName=$slow State=DRAIN Reason=toposcope: access link slow in 3 jobs" "$tmp/scontrol.log"; ok $? "the third job drains $slow"
+grep -q "job=403 link=$slow node drained" "$tmp/e4.log"; ok $? "the drain is logged"
+spool_job 404 404 --inject "degrade:$slow:+30%"
+run_epilog 404 --baseline "$tmp/baseline.yaml" --policy "$tmp/drain.yaml" 2> "$tmp/e5.log"
+[ "$(grep -c State=DRAIN "$tmp/scontrol.log")" -eq 1 ] && grep -q "drain held back by the rate limit" "$tmp/e5.log"
+ok $? "a fourth job does not drain again (rate limit)"
+before=$(wc -l < "$tmp/scontrol.log")
+spool_job 405 405 --inject "degrade:$slow:+30%"
+run_epilog 405 --baseline "$tmp/baseline.yaml" --policy "$tmp/drain.yaml" --no-actions 2>/dev/null
+[ "$(wc -l < "$tmp/scontrol.log")" -eq "$before" ] && grep -q "link: \"$slow\"" "$tmp/rec/job-405.yaml"
+ok $? "--no-actions records but runs no scontrol"
+
+# bad input
+"$epilog" --nodes x --self x 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--job" "$tmp/err"; ok $? "no job id: exit 2 naming --job"
+"$bin" report --records "$tmp/nope" 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "$tmp/nope" "$tmp/err"; ok $? "a missing records directory: exit 2 naming it"
+"$bin" report --records "$tmp/rec" --since 7x 2> "$tmp/err"; [ $? -eq 2 ]; ok $? "--since 7x is refused"
+ls -a "$tmp/rec" | grep -q '^\.tmp-' ; [ $? -ne 0 ]; ok $? "no temporary file left behind"
+
+echo "1..$n"
+[ $failed -eq 0 ]

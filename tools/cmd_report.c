@@ -1,0 +1,516 @@
+/* toposcope report — suspect links across the epilog's records, topology.conf checked against
+ * the measured leaf groups, the baseline the epilogs read, and a picture. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+#include "toposcope/anomaly.h"
+#include "toposcope/fabric.h"
+#include "toposcope/record.h"
+#include "toposcope/report.h"
+
+#define MAX_RECORD_FILES 1000000
+
+static void report_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: toposcope report --records DIR [options]\n"
+            "\n"
+            "Rank suspect links across the jobs' link records (toposcope-epilog(8)): a link slow in\n"
+            "many jobs while the other links of those jobs were fine ranks first.\n"
+            "\n"
+            "options:\n"
+            "  --records DIR          the records directory (required)\n"
+            "  --since AGE            only records younger than AGE: N followed by s, m, h, d or w (7d)\n"
+            "  --topology FILE        the admin's topology.conf: list the nodes whose measured leaf\n"
+            "                         switch differs from it, and draw its tree with --svg\n"
+            "  --format FMT           table (default), yaml or json\n"
+            "  --top N                suspects listed (default 20 in a table, all in yaml and json)\n"
+            "  --svg FILE             the tree (topology.conf, else the inferred one) with suspect links\n"
+            "                         coloured by evidence\n"
+            "  --update-baseline FILE write the per-link baseline the epilogs read (median, MAD of every\n"
+            "                         record's unflagged estimates)\n"
+            "  --write-topology FILE  write the leaf switches inferred from the records as topology.conf\n"
+            "  -h, --help             this text\n"
+            "\n"
+            "Files in DIR that are not records (corrupt, truncated, foreign) are skipped with a warning\n"
+            "naming them. exit status: 0 done, 1 failure, 2 bad options or input.\n");
+}
+
+typedef struct report_options {
+    const char *records, *topology, *format, *svg, *baseline_out, *topology_out;
+    double since_s;              /* 0: every record */
+    int top;                     /* -1: the format's default */
+} report_options;
+
+static int parse_age(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0) || !isfinite(v))
+        return -1;
+    double unit = 0;
+    if (!strcmp(end, "s"))
+        unit = 1;
+    else if (!strcmp(end, "m"))
+        unit = 60;
+    else if (!strcmp(end, "h"))
+        unit = 3600;
+    else if (!strcmp(end, "d"))
+        unit = 86400;
+    else if (!strcmp(end, "w"))
+        unit = 7 * 86400;
+    if (!unit)
+        return -1;
+    *out = v * unit;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, report_options *o)
+{
+    enum { O_RECORDS = 256, O_SINCE, O_TOPOLOGY, O_FORMAT, O_TOP, O_SVG, O_BASELINE, O_WRITE_TOPO };
+    static const struct option longopts[] = {
+        {"records", required_argument, 0, O_RECORDS}, {"since", required_argument, 0, O_SINCE},
+        {"topology", required_argument, 0, O_TOPOLOGY}, {"format", required_argument, 0, O_FORMAT},
+        {"top", required_argument, 0, O_TOP}, {"svg", required_argument, 0, O_SVG},
+        {"update-baseline", required_argument, 0, O_BASELINE},
+        {"write-topology", required_argument, 0, O_WRITE_TOPO}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->format = "table";
+    o->top = -1;
+    int c;
+    uint64_t u;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_RECORDS: o->records = optarg; break;
+        case O_TOPOLOGY: o->topology = optarg; break;
+        case O_SVG: o->svg = optarg; break;
+        case O_BASELINE: o->baseline_out = optarg; break;
+        case O_WRITE_TOPO: o->topology_out = optarg; break;
+        case O_FORMAT:
+            if (strcmp(optarg, "table") && strcmp(optarg, "yaml") && strcmp(optarg, "json")) {
+                cli_error("report", "--format wants table, yaml or json, not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            o->format = optarg;
+            break;
+        case O_SINCE:
+            if (parse_age(optarg, &o->since_s)) {
+                cli_error("report", "--since wants an age such as 30m, 12h, 7d or 2w, not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            break;
+        case O_TOP:
+            if (cli_parse_u64(optarg, &u) || u > 1000000) {
+                cli_error("report", "--top wants a whole number, not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            o->top = (int)u;
+            break;
+        case 'h':
+            report_usage(stdout);
+            exit(CLI_OK);
+        default:
+            report_usage(stderr);
+            return CLI_USAGE;
+        }
+    }
+    if (optind < argc) {
+        cli_error("report", "unexpected argument '%s'", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (!o->records) {
+        cli_error("report", "--records DIR is required (see --help)");
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every record of the directory into the report; the others are named and skipped. */
+static int read_records(const report_options *o, ts_report *rep, int *skipped)
+{
+    DIR *d = opendir(o->records);
+    if (!d) {
+        cli_error("report", "--records %s: %s", o->records, strerror(errno));
+        return CLI_USAGE;
+    }
+    char **names = NULL;
+    int n = 0, cap = 0, rc = CLI_OK;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < MAX_RECORD_FILES) {
+        /* dot files: the epilogs' temporary files and drain marks */
+        if (de->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            char **t = realloc(names, sizeof *t * (size_t)cap);
+            if (!t)
+                break;
+            names = t;
+        }
+        if (!(names[n] = strdup(de->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, (size_t)n, sizeof *names, cmp_str);
+    int64_t now = (int64_t)time(NULL);
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", o->records, names[i]);
+        struct stat st;
+        ts_record r;
+        ts_error err;
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            cli_error("report", "warning: skipping %s: not a regular file", path);
+            (*skipped)++;
+            continue;
+        }
+        if (ts_record_load(&r, path, &err) != TS_OK) {
+            cli_error("report", "warning: skipping %s: %s", path, err.text);
+            (*skipped)++;
+            continue;
+        }
+        if (!(o->since_s > 0 && (double)(now - r.time) > o->since_s) && ts_report_add(rep, &r, &err) != TS_OK) {
+            cli_error("report", "%s", err.text);
+            rc = CLI_FAIL;
+        }
+        ts_record_free(&r);
+        if (rc != CLI_OK)
+            break;
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+static const char *when(int64_t t, char *buf, size_t max)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!gmtime_r(&tt, &tm) || !strftime(buf, max, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, max, "%lld", (long long)t);
+    return buf;
+}
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void num_or_null(FILE *out, double v)
+{
+    if (isfinite(v))
+        fprintf(out, "%.3f", v);
+    else
+        fputs("null", out);
+}
+
+static void print_table(FILE *out, const ts_suspect *s, int n, int top, int records, int skipped,
+                        const ts_mismatch *mm, int nmm, int have_topo)
+{
+    char a[32], b[32];
+    fprintf(out, "toposcope report: %d record%s read, %d skipped, %d link%s flagged at least once\n\n", records,
+            records == 1 ? "" : "s", skipped, n, n == 1 ? "" : "s");
+    if (n) {
+        fprintf(out, "%-4s %-24s %-6s %9s %8s %10s %10s %-20s %-20s %s\n", "rank", "link", "kind",
+                "flagged", "evidence", "excess_%", "excess_us", "first_seen", "last_seen", "jobs");
+        for (int i = 0; i < n && i < top; i++) {
+            char fl[32], pct[32], us[32];
+            snprintf(fl, sizeof fl, "%d/%d", s[i].flagged, s[i].seen);
+            if (s[i].unreachable == s[i].flagged) {
+                snprintf(pct, sizeof pct, "silent");
+                snprintf(us, sizeof us, "-");
+            } else {
+                snprintf(pct, sizeof pct, "%+.1f", s[i].median_excess_pct);
+                snprintf(us, sizeof us, "%+.2f", s[i].median_excess_us);
+            }
+            fprintf(out, "%-4d %-24s %-6s %9s %8.2f %10s %10s %-20s %-20s ", i + 1, s[i].id,
+                    s[i].access ? "access" : "uplink", fl, s[i].evidence, pct, us,
+                    when(s[i].first_seen, a, sizeof a), when(s[i].last_seen, b, sizeof b));
+            for (int j = 0; j < s[i].njobs; j++)
+                fprintf(out, "%s%s", j ? "," : "", s[i].jobs[j]);
+            fprintf(out, "%s\n", s[i].flagged > s[i].njobs ? ",..." : "");
+        }
+    }
+    if (have_topo) {
+        fprintf(out, "\nnodes whose measured leaf switch differs from topology.conf: %d\n", nmm);
+        for (int i = 0; i < nmm; i++)
+            fprintf(out, "  %s: topology.conf says %s, measured with the nodes of %s (%d job%s, last %s)\n",
+                    mm[i].node, mm[i].admin_switch[0] ? mm[i].admin_switch : "(absent)", mm[i].measured_with,
+                    mm[i].jobs, mm[i].jobs == 1 ? "" : "s", mm[i].last_job);
+    }
+}
+
+static void print_structured(FILE *out, int json, const ts_suspect *s, int n, int top, int records,
+                             int skipped, const ts_mismatch *mm, int nmm)
+{
+    char a[32];
+    if (json)
+        fprintf(out, "{\"records\": %d, \"skipped\": %d, \"suspects\": [", records, skipped);
+    else
+        fprintf(out, "# toposcope report\nrecords: %d\nskipped: %d\nsuspects:%s\n", records, skipped,
+                n && top ? "" : " []");
+    for (int i = 0; i < n && i < top; i++) {
+        if (json)
+            fprintf(out, "%s\n  {\"rank\": %d, \"link\": ", i ? "," : "", i + 1);
+        else
+            fprintf(out, "  - {rank: %d, link: ", i + 1);
+        json ? json_string(out, s[i].id) : ts_yaml_write_string(out, s[i].id);
+        const char *q = json ? "\"" : "";
+        fprintf(out, ", %skind%s: %s%s%s", q, q, q, s[i].access ? "access" : "uplink", q);
+        fprintf(out, ", %sflagged%s: %d, %sseen%s: %d, %sunreachable%s: %d, %sevidence%s: %.3f", q, q, s[i].flagged,
+                q, q, s[i].seen, q, q, s[i].unreachable, q, q, s[i].evidence);
+        fprintf(out, ", %smedian_excess_pct%s: ", q, q);
+        num_or_null(out, s[i].median_excess_pct);
+        fprintf(out, ", %smedian_excess_us%s: ", q, q);
+        num_or_null(out, s[i].median_excess_us);
+        fprintf(out, ", %smax_score%s: %.3f", q, q, s[i].max_score);
+        fprintf(out, ", %sfirst_seen%s: \"%s\"", q, q, when(s[i].first_seen, a, sizeof a));
+        fprintf(out, ", %slast_seen%s: \"%s\"", q, q, when(s[i].last_seen, a, sizeof a));
+        fprintf(out, ", %sjobs%s: [", q, q);
+        for (int j = 0; j < s[i].njobs; j++) {
+            fputs(j ? ", " : "", out);
+            json ? json_string(out, s[i].jobs[j]) : ts_yaml_write_string(out, s[i].jobs[j]);
+        }
+        fprintf(out, "]}%s", json ? "" : "\n");
+    }
+    if (json)
+        fprintf(out, "%s], \"mismatches\": [", n && top ? "\n" : "");
+    else
+        fprintf(out, "mismatches:%s\n", nmm ? "" : " []");
+    for (int i = 0; i < nmm; i++) {
+        const char *q = json ? "\"" : "";
+        fprintf(out, json ? "%s\n  {" : "%s  - {", json && i ? "," : "");
+        fprintf(out, "%snode%s: ", q, q);
+        json ? json_string(out, mm[i].node) : ts_yaml_write_string(out, mm[i].node);
+        fprintf(out, ", %stopology_conf%s: ", q, q);
+        json ? json_string(out, mm[i].admin_switch) : ts_yaml_write_string(out, mm[i].admin_switch);
+        fprintf(out, ", %smeasured_with%s: ", q, q);
+        json ? json_string(out, mm[i].measured_with) : ts_yaml_write_string(out, mm[i].measured_with);
+        fprintf(out, ", %sjobs%s: %d}%s", q, q, mm[i].jobs, json ? "" : "\n");
+    }
+    if (json)
+        fprintf(out, "%s]}\n", nmm ? "\n" : "");
+}
+
+/* ---- the picture ---- */
+
+static double severity_of(const ts_suspect *s, int n, const char *name, double max_ev)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s[i].id, name))
+            return max_ev > 0 ? s[i].evidence / max_ev : 0;
+    return -1;
+}
+
+/* Nodes along the bottom in tree order, each switch above the middle of its children; a link
+ * drawn grey when never flagged, from yellow to red by its evidence relative to the worst. */
+static int write_svg(const char *path, const ts_fabric *f, const ts_suspect *s, int n)
+{
+    double *x = calloc((size_t)f->nvert, sizeof(double));
+    int *order = malloc(sizeof(int) * (size_t)f->nvert), *stack = malloc(sizeof(int) * (size_t)f->nvert);
+    FILE *out = NULL;
+    int rc = -1;
+    if (!x || !order || !stack)
+        goto done;
+    int no = 0, sp = 0, leaves = 0;
+    stack[sp++] = f->root;
+    while (sp) {                                 /* preorder */
+        int v = stack[--sp];
+        order[no++] = v;
+        int kids[4096], nk = 0;
+        for (int c = f->v[v].first_child; c != TS_NONE && nk < 4096; c = f->v[c].next_sibling)
+            kids[nk++] = c;
+        while (nk)
+            stack[sp++] = kids[--nk];
+    }
+    for (int i = 0; i < no; i++)
+        if (f->v[order[i]].kind == TS_NODE || f->v[order[i]].first_child == TS_NONE)
+            x[order[i]] = 20 + 14.0 * leaves++;
+    for (int i = no - 1; i >= 0; i--) {          /* children before parents */
+        int v = order[i], k = 0;
+        double sum = 0;
+        for (int c = f->v[v].first_child; c != TS_NONE; c = f->v[c].next_sibling, k++)
+            sum += x[c];
+        if (k)
+            x[v] = sum / k;
+    }
+    int depth = ts_fabric_max_depth(f);
+    double width = 40 + 14.0 * leaves, height = 80 + 90.0 * depth;
+    double max_ev = 0;
+    for (int i = 0; i < n; i++)
+        max_ev = s[i].evidence > max_ev ? s[i].evidence : max_ev;
+    if (!(out = fopen(path, "w")))
+        goto done;
+    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                 "font-family=\"sans-serif\" font-size=\"9\">\n", width, height);
+    fprintf(out, "<title>toposcope report: suspect links</title>\n");
+#define Y(k) (30 + 90.0 * f->v[k].depth)
+    for (int v = 0; v < f->nvert; v++) {
+        int p = f->v[v].parent;
+        if (p == TS_NONE)
+            continue;
+        double sev = severity_of(s, n, f->v[v].name, max_ev);
+        char colour[16] = "#bbbbbb";
+        double w = 1;
+        if (sev >= 0) {
+            snprintf(colour, sizeof colour, "#%02x%02x00", 255, (int)(200 * (1 - sev)));
+            w = 2 + 4 * sev;
+        }
+        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%.1f\">"
+                     "<title>%s</title></line>\n", x[v], Y(v), x[p], Y(p), colour, w, f->v[v].name);
+    }
+    for (int v = 0; v < f->nvert; v++) {
+        const char *fill = f->v[v].kind == TS_NODE ? "#4a7ab5" : "#555555";
+        fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>%s</title></circle>\n", x[v], Y(v),
+                fill, f->v[v].name);
+        if (f->v[v].kind == TS_SWITCH || leaves <= 64)
+            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x[v],
+                    Y(v) + (f->v[v].kind == TS_NODE ? 16 : -8), f->v[v].name);
+    }
+#undef Y
+    fprintf(out, "</svg>\n");
+    rc = ferror(out) ? -1 : 0;
+done:
+    if (out && fclose(out) != 0)
+        rc = -1;
+    free(x);
+    free(order);
+    free(stack);
+    return rc;
+}
+
+/* Write path aside and rename it over the old one, so a reader (an epilog) never sees half. */
+static int write_aside(const char *path, int (*fn)(const void *, FILE *), const void *arg)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        cli_error("report", "cannot write %s: %s", tmp, strerror(errno));
+        return CLI_FAIL;
+    }
+    int bad = fn(arg, f) != TS_OK || ferror(f);
+    bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        cli_error("report", "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+static int put_baseline(const void *b, FILE *f)
+{
+    return ts_baseline_write(b, f);
+}
+
+static int put_topology(const void *t, FILE *f)
+{
+    fprintf(f, "# topology.conf inferred by toposcope report from the jobs' measured leaf groups\n");
+    return ts_fabric_write_topology_conf(t, f);
+}
+
+int cmd_report(int argc, char **argv)
+{
+    report_options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != CLI_OK)
+        return rc;
+    ts_error err;
+    ts_fabric admin, inferred;
+    int have_admin = 0, have_inferred = 0, skipped = 0, nmm = 0, status = CLI_FAIL;
+    ts_mismatch *mm = NULL;
+    ts_fabric_init(&admin);
+    ts_fabric_init(&inferred);
+    ts_report *rep = ts_report_new();
+    if (!rep) {
+        cli_error("report", "out of memory");
+        return CLI_FAIL;
+    }
+    if (o.topology) {
+        if (ts_fabric_load_topology_conf(&admin, o.topology, &err) != TS_OK) {
+            cli_error("report", "%s", err.text);
+            status = CLI_USAGE;
+            goto out;
+        }
+        have_admin = 1;
+    }
+    if ((status = read_records(&o, rep, &skipped)) != CLI_OK)
+        goto out;
+    status = CLI_FAIL;
+    if (o.baseline_out) {
+        ts_baseline b;
+        if (ts_report_baseline(rep, &b, &err) != TS_OK) {
+            cli_error("report", "%s", err.text);
+            goto out;
+        }
+        rc = write_aside(o.baseline_out, put_baseline, &b);
+        ts_baseline_free(&b);
+        if (rc != CLI_OK)
+            goto out;
+    }
+    const ts_suspect *s;
+    int n;
+    if (ts_report_suspects(rep, &s, &n, &err) != TS_OK ||
+        (have_admin && ts_report_mismatches(rep, &admin, &mm, &nmm, &err) != TS_OK)) {
+        cli_error("report", "%s", err.text);
+        goto out;
+    }
+    if (o.topology_out || (o.svg && !have_admin)) {
+        if (ts_report_inferred_tree(rep, &inferred, &err) != TS_OK) {
+            cli_error("report", "%s", err.text);
+            goto out;
+        }
+        have_inferred = 1;
+        if (o.topology_out && write_aside(o.topology_out, put_topology, &inferred) != CLI_OK)
+            goto out;
+    }
+    if (o.svg && write_svg(o.svg, have_admin ? &admin : &inferred, s, n) != 0) {
+        cli_error("report", "cannot write %s: %s", o.svg, strerror(errno));
+        goto out;
+    }
+    int top = o.top >= 0 ? o.top : !strcmp(o.format, "table") ? 20 : n;
+    if (!strcmp(o.format, "table"))
+        print_table(stdout, s, n, top, ts_report_records(rep), skipped, mm, nmm, have_admin);
+    else
+        print_structured(stdout, !strcmp(o.format, "json"), s, n, top, ts_report_records(rep), skipped, mm, nmm);
+    status = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
+out:
+    free(mm);
+    if (have_inferred)
+        ts_fabric_free(&inferred);
+    ts_fabric_free(&admin);
+    ts_report_free(rep);
+    return status;
+}
