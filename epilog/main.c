@@ -486,7 +486,7 @@ static void maybe_drain(const epilog_config *c, const ts_policy *pol, const ts_a
         if (fd < 0)
             continue;                    /* another epilog took this drain */
         close(fd);
-        char nodearg[300], reason[400];
+        char nodearg[16 + TS_LINK_ID_MAX], reason[200 + TS_LINK_ID_MAX + TS_RECORD_TEXT_MAX];
         snprintf(nodearg, sizeof nodearg, "NodeName=%s", a->id);
         snprintf(reason, sizeof reason, "Reason=toposcope: access link slow in %d jobs within %g h (last: job %s, +%.0f%%)",
                  k, pol->drain_hours, c->job, a->excess_pct);

@@ -177,9 +177,19 @@ static int read_tree(ts_record *r, const ts_ydoc *d, int at, ts_error *err)
     r->leaf_groups = calloc((size_t)(d->v[list].n ? d->v[list].n : 1), sizeof(char *));
     if (!r->leaf_groups)
         return ts_fail(err, TS_ENOMEM, "out of memory");
+    size_t hosts = 0;
     for (int e = d->v[list].first; e >= 0; e = d->v[e].next) {
         if (d->v[e].type != TS_Y_SCALAR || d->v[e].len == 0)
             return ts_ydoc_fail(d, e, err, "a leaf group must be a non-empty hostlist");
+        /* expanded here once, so the report's later expansions stay bounded */
+        ts_hostlist hl;
+        ts_error herr;
+        if (ts_hostlist_expand(d->v[e].text, d->v[e].len, &hl, &herr) != TS_OK)
+            return ts_ydoc_fail(d, e, err, "a leaf group must be a hostlist: %s", herr.text);
+        hosts += hl.count;
+        ts_hostlist_free(&hl);
+        if (hosts > TS_RECORD_MAX_GROUP_HOSTS)
+            return ts_ydoc_fail(d, e, err, "the leaf groups hold more than %d nodes", TS_RECORD_MAX_GROUP_HOSTS);
         if (!(r->leaf_groups[r->ngroups] = strdup(d->v[e].text)))
             return ts_fail(err, TS_ENOMEM, "out of memory");
         r->ngroups++;

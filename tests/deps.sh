@@ -13,6 +13,7 @@ packages=(
   libpmix-dev openmpi-bin libopenmpi-dev     # PMIx step mode, mpirun
   libhwloc-dev hwloc                         # intra-node trees
   libsodium-dev                              # MACs for the wire protocol
+  python3 python3-yaml                       # tests: report output checked as JSON/YAML, forged datagrams
 )
 
 missing=()

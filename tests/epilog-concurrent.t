@@ -28,10 +28,10 @@ writer() {
             --records "$tmp/rec" --user "writer$w" --no-actions || echo "writer $w job $job failed"
     done
 }
-start=$(date +%s.%N)
+start=$(date +%s%N)
 for w in $(seq 1 "$writers"); do writer $w > "$tmp/w$w.log" 2>&1 & done
 wait
-secs=$(echo "$(date +%s.%N) - $start" | bc)
+secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 echo "# $writers writers x $((per + 1)) records in ${secs} s"
 ! grep -h . "$tmp"/w*.log | head -5 | grep . ; ok $? "no epilog failed"
 want=$(( writers * (per + 1) ))

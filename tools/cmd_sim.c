@@ -415,7 +415,8 @@ static int baseline_load(const char *path, const ts_fabric *truth, ts_baseline *
         sub = t;
         sprintf(sub[nsub++], "%s/%s", path, de->d_name);
     }
-    qsort(sub, (size_t)nsub, sizeof *sub, cmp_str);
+    if (nsub > 1)
+        qsort(sub, (size_t)nsub, sizeof *sub, cmp_str);
     if ((rc = baseline_add_run(bb, path, truth, &runs)) != CLI_OK)
         goto out;
     for (int i = 0; i < nsub; i++) {

@@ -28,6 +28,7 @@
 #define TS_RECORD_MAX_BYTES (16u << 20)
 #define TS_RECORD_MAX_LINKS (1 << 18)
 #define TS_RECORD_MAX_GROUPS 65536
+#define TS_RECORD_MAX_GROUP_HOSTS (1 << 18)   /* nodes in all leaf groups together */
 #define TS_RECORD_TEXT_MAX 256
 
 typedef struct ts_record {
