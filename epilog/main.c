@@ -599,7 +599,10 @@ static int leader_record(const epilog_config *c)
         goto out;
     for (int i = 0; i < r.anomalies.n; i++) {
         const ts_anomaly *a = &r.anomalies.a[i];
-        if (a->kind == TS_ANOMALY_UNREACHABLE)
+        if (a->kind == TS_ANOMALY_LOSS)
+            syslog(LOG_WARNING, "job=%s link=%s excess=loss %.0f%% of its probes (observed %.2f us) record=%s",
+                   c->job, a->id, a->loss_pct, a->observed_us, final);
+        else if (a->kind == TS_ANOMALY_UNREACHABLE)
             syslog(LOG_WARNING, "job=%s link=%s excess=unreachable (node did not answer) record=%s", c->job, a->id,
                    final);
         else

@@ -717,6 +717,7 @@ void ts_detect_options_default(ts_detect_options *o)
     o->threshold_pct = 25;
     o->threshold_us = 5;
     o->z = TS_ANOMALY_Z_DEFAULT;
+    o->loss_pct = TS_ANOMALY_LOSS_PCT_DEFAULT;
 }
 
 void ts_anomaly_list_free(ts_anomaly_list *l)
@@ -781,9 +782,35 @@ int ts_anomaly_detect(const ts_link_obs_set *obs, const ts_baseline *b, const ts
                       ts_anomaly_list *out, ts_error *err)
 {
     double ratio[2] = { pooled_spread_ratio(b, 0), pooled_spread_ratio(b, 1) };
+    double *spp = malloc(sizeof(double) * (size_t)(obs->n ? obs->n : 1));
+    if (!spp)
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    int nspp = 0;
+    for (int i = 0; i < obs->n; i++)
+        if (obs->o[i].pairs > 0)
+            spp[nspp++] = (double)obs->o[i].samples / obs->o[i].pairs;
+    double typical = nspp >= 3 ? ts_median(spp, nspp) : NAN;
+    free(spp);
     for (int i = 0; i < obs->n; i++) {
         const ts_link_obs *x = &obs->o[i];
         const ts_baseline_link *bl = ts_baseline_find(b, x->id);
+        double loss = x->pairs > 0 && typical > 0 ? 100 * (1 - x->samples / (x->pairs * typical)) : NAN;
+        if (loss >= o->loss_pct) {
+            ts_anomaly *a = anomaly_new(out);
+            if (!a)
+                return ts_fail(err, TS_ENOMEM, "out of memory");
+            snprintf(a->id, sizeof a->id, "%s", x->id);
+            a->access = x->access;
+            a->kind = TS_ANOMALY_LOSS;
+            a->expected_us = bl ? bl->median_us : NAN;
+            a->observed_us = x->est_us;
+            a->excess_us = bl ? x->est_us - bl->median_us : NAN;
+            a->excess_pct = bl && bl->median_us > 0 ? 100 * a->excess_us / bl->median_us : NAN;
+            a->z = NAN;
+            a->loss_pct = loss;
+            a->score = TS_ANOMALY_SCORE_LOSS + fmin(loss, 100);
+            continue;
+        }
         if (!bl || bl->access != x->access || !isfinite(x->est_us))
             continue;
         out->checked++;
@@ -804,7 +831,8 @@ int ts_anomaly_detect(const ts_link_obs_set *obs, const ts_baseline *b, const ts
         a->excess_us = excess;
         a->excess_pct = pct;
         a->z = z;
-        a->score = fmin(z, TS_ANOMALY_SCORE_UNREACHABLE - 1);
+        a->loss_pct = NAN;
+        a->score = fmin(z, TS_ANOMALY_SCORE_LOSS - 1);
     }
     return TS_OK;
 }
@@ -821,6 +849,7 @@ int ts_anomaly_add_unreachable(ts_anomaly_list *l, const char *node, const ts_ba
     const ts_baseline_link *bl = ts_baseline_find(b, node);
     a->expected_us = bl ? bl->median_us : NAN;
     a->observed_us = a->excess_us = a->excess_pct = a->z = INFINITY;
+    a->loss_pct = 100;
     a->score = TS_ANOMALY_SCORE_UNREACHABLE;
     return TS_OK;
 }
@@ -852,18 +881,21 @@ static void num_or_null(FILE *out, const char *key, double v)
 int ts_anomalies_write_yaml(const ts_anomaly_list *l, FILE *out)
 {
     fprintf(out, "# toposcope anomalies: links slower than their baseline (significant and above the\n"
-                 "# policy thresholds) and nodes that did not answer, most severe first\n");
+                 "# policy thresholds), links whose probes were lost and nodes that did not answer, most\n"
+                 "# severe first\n");
     fprintf(out, "anomalies:%s\n", l->n ? "" : " []");
     for (int i = 0; i < l->n; i++) {
         const ts_anomaly *a = &l->a[i];
         fprintf(out, "  - {link: ");
         ts_yaml_write_string(out, a->id);
         fprintf(out, ", kind: %s, reason: %s", a->access ? "access" : "uplink",
-                a->kind == TS_ANOMALY_UNREACHABLE ? "unreachable" : "slow");
+                a->kind == TS_ANOMALY_UNREACHABLE ? "unreachable" : a->kind == TS_ANOMALY_LOSS ? "loss" : "slow");
         num_or_null(out, "expected_us", a->expected_us);
         num_or_null(out, "observed_us", a->observed_us);
         num_or_null(out, "excess_pct", a->excess_pct);
         num_or_null(out, "excess_us", a->excess_us);
+        if (a->kind == TS_ANOMALY_LOSS)
+            num_or_null(out, "loss_pct", a->loss_pct);
         fprintf(out, ", score: %.3f}\n", a->score);
     }
     return ferror(out) ? TS_ESYS : TS_OK;

@@ -113,9 +113,9 @@ static const char *const top_keys[] = { "toposcope_record", "job", "user", "uid"
 static const char *const tree_keys[] = { "switches", "depth", "leaf_groups", NULL };
 static const char *const link_keys[] = { "link", "kind", "est_us", "lo_us", "hi_us", "samples", NULL };
 static const char *const anomaly_keys[] = { "link", "kind", "reason", "expected_us", "observed_us",
-                                            "excess_pct", "excess_us", "score", NULL };
+                                            "excess_pct", "excess_us", "loss_pct", "score", NULL };
 static const char *const kinds[] = { "uplink", "access", NULL };
-static const char *const reasons[] = { "slow", "unreachable", NULL };
+static const char *const reasons[] = { "slow", "unreachable", "loss", NULL };
 
 /* A scalar string of fewer than max bytes (empty allowed), copied. */
 static int text(const ts_ydoc *d, int at, const char *key, char *out, size_t max, ts_error *err)
@@ -255,10 +255,11 @@ static int read_anomalies(ts_record *r, const ts_ydoc *d, int list, ts_error *er
             (rc = opt_num(d, e, "observed_us", -MAX_US, MAX_US, &a->observed_us, err)) ||
             (rc = opt_num(d, e, "excess_pct", -1e12, 1e12, &a->excess_pct, err)) ||
             (rc = opt_num(d, e, "excess_us", -MAX_US, MAX_US, &a->excess_us, err)) ||
+            (rc = opt_num(d, e, "loss_pct", 0, 100, &a->loss_pct, err)) ||
             (at = need(d, e, "score", err)) < 0 || (rc = ts_ydoc_num(d, at, "score", -1e12, 1e12, &a->score, err)))
             return at < 0 ? at : rc;
         a->access = kind == 1;
-        a->kind = reason == 1 ? TS_ANOMALY_UNREACHABLE : TS_ANOMALY_SLOW;
+        a->kind = reason == 1 ? TS_ANOMALY_UNREACHABLE : reason == 2 ? TS_ANOMALY_LOSS : TS_ANOMALY_SLOW;
         a->z = a->score;
         l->n++;
     }

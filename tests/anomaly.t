@@ -53,6 +53,15 @@ sim --seed 1 --baseline "$tmp/base" --inject "degrade:$node:+30%" --out "$tmp/de
 sim --seed 1 --baseline "$tmp/base" --policy $policy --inject "dead:$node" --out "$tmp/dead"
 grep -q "link: \"$node\", kind: access, reason: unreachable" "$tmp/dead/anomalies.yaml"; ok $? "a dead node is reported unreachable"
 
+# 20% loss on a link: its pairs answer far less often than the job's other links' pairs
+for link in "$node" "$leaf"; do
+    sim --seed 3 --baseline "$tmp/base" --policy $policy --inject "loss:$link:20%" --out "$tmp/loss-$link"
+    # nodes the loss kept out of discovery altogether are reported unreachable, above it
+    grep '^  - {link:' "$tmp/loss-$link/anomalies.yaml" | grep -v 'reason: unreachable' | head -1 |
+      grep -q "link: \"$link\", .*reason: loss, .*loss_pct: [0-9]"
+    ok $? "$link with 20% loss: the first link reported, reason loss"
+done
+
 # a baseline file (as toposcope report --update-baseline writes) and its errors
 printf 'toposcope_baseline: 1\nlinks:\n  - {link: "%s", kind: access, median_us: 1.0, mad_us: 0.01, se_us: 0.01, count: 5}\n' "$node" > "$tmp/b.yaml"
 sim --seed 1 --baseline "$tmp/b.yaml" --policy $policy --out "$tmp/file"

@@ -250,8 +250,9 @@ static void print_table(FILE *out, const ts_suspect *s, int n, int top, int reco
                 snprintf(pct, sizeof pct, "silent");
                 snprintf(us, sizeof us, "-");
             } else {
-                snprintf(pct, sizeof pct, "%+.1f", s[i].median_excess_pct);
-                snprintf(us, sizeof us, "%+.2f", s[i].median_excess_us);
+                /* a link flagged only for loss may have no latency excess */
+                snprintf(pct, sizeof pct, isfinite(s[i].median_excess_pct) ? "%+.1f" : "-", s[i].median_excess_pct);
+                snprintf(us, sizeof us, isfinite(s[i].median_excess_us) ? "%+.2f" : "-", s[i].median_excess_us);
             }
             fprintf(out, "%-4d %-24s %-6s %9s %8.2f %10s %10s %-20s %-20s ", i + 1, s[i].id,
                     s[i].access ? "access" : "uplink", fl, s[i].evidence, pct, us,

@@ -18,7 +18,8 @@
  * least z standard deviations of the difference, from this job's standard error and the
  * baseline's spread (the larger of its MAD and its typical standard error, plus the
  * uncertainty of a median of `count` values), and (2) above both policy thresholds, percent of
- * the baseline and absolute µs. Nodes that did not answer are anomalies of their access link. */
+ * the baseline and absolute µs. Nodes that did not answer are anomalies of their access link,
+ * and so are links whose pairs lost probes (see ts_anomaly_detect). */
 #ifndef TOPOSCOPE_ANOMALY_H
 #define TOPOSCOPE_ANOMALY_H
 
@@ -34,6 +35,8 @@
 #define TS_BASELINE_MAX_LINKS (1 << 20)
 #define TS_ANOMALY_Z_DEFAULT 5.0
 #define TS_ANOMALY_SCORE_UNREACHABLE 1000.0
+#define TS_ANOMALY_SCORE_LOSS 500.0
+#define TS_ANOMALY_LOSS_PCT_DEFAULT 25.0
 
 /* ---- identity ---- */
 
@@ -114,6 +117,7 @@ int ts_baseline_load(ts_baseline *b, const char *path, ts_error *err);
 typedef enum ts_anomaly_kind {
     TS_ANOMALY_SLOW = 0,
     TS_ANOMALY_UNREACHABLE,
+    TS_ANOMALY_LOSS,
 } ts_anomaly_kind;
 
 typedef struct ts_anomaly {
@@ -122,7 +126,10 @@ typedef struct ts_anomaly {
     ts_anomaly_kind kind;
     double expected_us, observed_us, excess_us, excess_pct;
     double z;                        /* excess in standard deviations of the difference */
-    double score;                    /* severity: z, TS_ANOMALY_SCORE_UNREACHABLE for a silent node */
+    double loss_pct;                 /* TS_ANOMALY_LOSS: probes its pairs lost, NAN otherwise */
+    double score;                    /* severity: z (below TS_ANOMALY_SCORE_LOSS), TS_ANOMALY_SCORE_LOSS
+                                      * + loss_pct for a lossy link, TS_ANOMALY_SCORE_UNREACHABLE
+                                      * for a silent node */
 } ts_anomaly;
 
 typedef struct ts_anomaly_list {
@@ -135,11 +142,16 @@ typedef struct ts_detect_options {
     double threshold_pct;            /* policy anomaly.threshold_pct */
     double threshold_us;             /* policy anomaly.threshold_us */
     double z;                        /* significance, TS_ANOMALY_Z_DEFAULT */
+    double loss_pct;                 /* a link whose pairs answered this much less often than the
+                                      * job's typical link is lossy (TS_ANOMALY_LOSS_PCT_DEFAULT) */
 } ts_detect_options;
 
 void ts_detect_options_default(ts_detect_options *o);
 void ts_anomaly_list_free(ts_anomaly_list *l);
-/* Compare every observed link that has a baseline entry; append the slow ones. */
+/* Compare every observed link that has a baseline entry; append the slow ones. Independent of
+ * any baseline, a link whose pairs got fewer answered probes per pair than the job's median link
+ * (every pair of a link round sends the same number of probes) by loss_pct or more is lossy:
+ * one lossy link thins all of its own pairs, a neighbour only the few that cross it. */
 int ts_anomaly_detect(const ts_link_obs_set *obs, const ts_baseline *b, const ts_detect_options *o,
                       ts_anomaly_list *out, ts_error *err);
 /* A node that did not answer: an anomaly of its access link. */
