@@ -285,6 +285,21 @@ int ts_emit_hints_yaml(const ts_hierarchy *h, const ts_placement *pl, const ts_g
     return ob_close(o);
 }
 
+void ts_emit_yaml_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\x%02x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
 void ts_emit_env_line(FILE *out, const char *key, const char *value)
 {
     int plain = *value != '\0';

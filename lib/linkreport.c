@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "toposcope/emit.h"
 #include "toposcope/links.h"
 
 static uint64_t name_key(const char *s)
@@ -210,21 +211,6 @@ double ts_link_rel_err_median(const ts_link_result *res, const ts_link_truth *t)
 
 /* ---- links.yaml ---- */
 
-static void yaml_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(out, "\\x%02x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 static void yaml_num(FILE *out, const char *key, double v, const char *fmt)
 {
     fprintf(out, ", %s: ", key);
@@ -237,14 +223,14 @@ static void yaml_num(FILE *out, const char *key, double v, const char *fmt)
 static void yaml_names(FILE *out, const ts_fabric *f, const int *v, int n)
 {
     if (n == 1) {
-        yaml_string(out, f->v[v[0]].name);
+        ts_emit_yaml_string(out, f->v[v[0]].name);
         return;
     }
     fputc('[', out);
     for (int i = 0; i < n; i++) {
         if (i)
             fputs(", ", out);
-        yaml_string(out, f->v[v[i]].name);
+        ts_emit_yaml_string(out, f->v[v[i]].name);
     }
     fputc(']', out);
 }

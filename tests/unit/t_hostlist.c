@@ -205,8 +205,34 @@ static void test_order(void)
     is_int(ts_hostname_cmp("cn7", "cn7"), 0, "cn7 == cn7");
 }
 
+/* SLURM_JOB_CPUS_PER_NODE: "2(x3),1" gives 2 2 2 1; anything else names the column. */
+static void test_cpus_per_node(void)
+{
+    int c[8];
+    ts_error err;
+    ok(ts_cpus_per_node_parse("2(x3),1", 4, c, &err) == TS_OK && c[0] == 2 && c[2] == 2 && c[3] == 1,
+       "2(x3),1 -> 2 2 2 1 %s", err.text);
+    ok(ts_cpus_per_node_parse("16", 1, c, &err) == TS_OK && c[0] == 16, "16 -> 16");
+    ok(ts_cpus_per_node_parse("1,2,3", 3, c, &err) == TS_OK && c[1] == 2, "1,2,3");
+    static const struct { const char *text; int n; const char *want; } bad[] = {
+        {"2(x3)", 4, "names 3 nodes, the job has 4"},
+        {"2(x5)", 4, "more than the job's 4 nodes"},
+        {"0", 1, "column 1"},
+        {"2(x0)", 1, "column 2"},
+        {"2,a", 2, "column 3"},
+        {"2;1", 2, "column 2: wanted ','"},
+        {"70000", 1, "1..65536"},
+        {"", 1, "names 0 nodes"},
+        {"-1", 1, "column 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ok(ts_cpus_per_node_parse(bad[i].text, bad[i].n, c, &err) == TS_EINPUT && strstr(err.text, bad[i].want),
+           "'%s' refused: %s", bad[i].text, err.text);
+}
+
 int main(void)
 {
+    test_cpus_per_node();
     test_expand();
     test_errors();
     test_compress();
