@@ -13,6 +13,8 @@
 #include "agent.h"
 #include "cred.h"
 #include "options.h"
+#include "place_job.h"
+#include "toposcope/place.h"
 #include "toposcope/policy.h"
 
 static void usage(FILE *out)
@@ -32,7 +34,16 @@ static void usage(FILE *out)
             "  --job ID             the Slurm job id (default: $SLURM_JOB_ID)\n"
             "  --nodes HOSTLIST     the job's nodes, Slurm's compressed form (default: $SLURM_NODELIST)\n"
             "  --self NAME          this node's name in HOSTLIST (default: $SLURMD_NODENAME)\n"
-            "  --policy FILE        placement policy (checked now, applied by the job's tools)\n"
+            "  --policy NAME|FILE   place the job's ranks on the measured tree with this policy\n"
+            "                       and write rankfile, hostfile, machinefile, hints.yaml and\n"
+            "                       tree.txt beside it (status.yaml: placement, placement_reason);\n"
+            "                       a policy that does not load costs the placement, never the\n"
+            "                       measurement\n"
+            "  --policy-dir DIR     where policy NAMEs are looked up first (then\n"
+            "                       /etc/toposcope/policies)\n"
+            "  --cpus-per-node LIST the job's CPUs per node, Slurm's form \"2(x3),1\" (default:\n"
+            "                       $SLURM_JOB_CPUS_PER_NODE; neither: every CPU of a node)\n"
+            "  --ntasks N           ranks to place (default: $SLURM_NTASKS, else every allocated CPU)\n"
             AGENT_COMMON_OPTIONS_HELP
             "  --port-base P        first port of the leader's range (default 47000)\n"
             "  --port-span K        ports in the range (default 1000): the leader listens on\n"
@@ -83,7 +94,8 @@ static int expand_nodes(const char *list, char ***names, int *n)
 
 int main(int argc, char **argv)
 {
-    enum { O_JOB = 256, O_NODES, O_SELF, O_POLICY, O_PBASE, O_PSPAN, O_SPOOL, O_UID, O_GID };
+    enum { O_JOB = 256, O_NODES, O_SELF, O_POLICY, O_PBASE, O_PSPAN, O_SPOOL, O_UID, O_GID, O_PDIR,
+           O_CPN, O_NTASKS };
     static const struct option longopts[] = {
         {"job", required_argument, 0, O_JOB}, {"nodes", required_argument, 0, O_NODES},
         {"self", required_argument, 0, O_SELF}, {"policy", required_argument, 0, O_POLICY},
@@ -93,6 +105,8 @@ int main(int argc, char **argv)
         {"method", required_argument, 0, AGENT_OPT_METHOD},
         {"probe-timeout-ms", required_argument, 0, AGENT_OPT_PTIMEOUT},
         {"max-samples", required_argument, 0, AGENT_OPT_MAXS}, {"no-pin", no_argument, 0, AGENT_OPT_NOPIN},
+        {"policy-dir", required_argument, 0, O_PDIR}, {"cpus-per-node", required_argument, 0, O_CPN},
+        {"ntasks", required_argument, 0, O_NTASKS},
         {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     agent_config c;
@@ -100,6 +114,8 @@ int main(int argc, char **argv)
     const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_NODELIST");
     const char *self = getenv("SLURMD_NODENAME"), *policy = NULL;
     const char *uid_s = getenv("SLURM_JOB_UID"), *gid_s = getenv("SLURM_JOB_GID");
+    const char *policy_dir = NULL, *cpus_per_node = getenv("SLURM_JOB_CPUS_PER_NODE");
+    const char *ntasks_s = getenv("SLURM_NTASKS");
     int opt;
     unsigned long v;
     while ((opt = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
@@ -116,6 +132,9 @@ int main(int argc, char **argv)
         case O_SPOOL: c.spool_parent = optarg; break;
         case O_UID: uid_s = optarg; break;
         case O_GID: gid_s = optarg; break;
+        case O_PDIR: policy_dir = optarg; break;
+        case O_CPN: cpus_per_node = optarg; break;
+        case O_NTASKS: ntasks_s = optarg; break;
         case O_PBASE:
             if (agent_parse_uint(optarg, 65535, &v) || v < 1024)
                 return bad("--port-base wants a port 1024..65535, not '%s'", optarg);
@@ -158,14 +177,24 @@ int main(int argc, char **argv)
         c.port_candidates = c.port_span;
     if ((long)c.port_base + c.port_span - 1 > 65535)
         return bad("%s", "--port-base + --port-span - 1 must stay at or below port 65535");
+    /* A policy that does not load is reported in status.yaml after the measurement: the job
+     * still gets its tree, and the other agents are not left waiting for this one. */
+    const char *policy_dirs[] = {policy_dir ? policy_dir : "/etc/toposcope/policies",
+                                 policy_dir ? "/etc/toposcope/policies" : NULL, NULL};
+    ts_error policy_err;
+    const char *policy_problem = NULL;
     if (policy) {
         ts_policy p;
-        ts_error err;
-        if (ts_policy_load_file(&p, policy, &err) != TS_OK) {
-            fprintf(stderr, "toposcope-prolog: %s\n", err.text);
-            return 2;
+        if (ts_policy_load(&p, policy, policy_dirs, &policy_err) != TS_OK) {
+            fprintf(stderr, "toposcope-prolog: %s\n", policy_err.text);
+            policy_problem = policy_err.text;
         }
     }
+    int ntasks = 0;
+    if (ntasks_s && (agent_parse_uint(ntasks_s, TS_PLACE_MAX_RANKS, &v) || v < 1))
+        return bad("--ntasks (or SLURM_NTASKS) wants a count of ranks, not '%s'", ntasks_s);
+    if (ntasks_s)
+        ntasks = (int)v;
     if (expand_nodes(nodes, &c.names, &c.nnodes) != 0)
         return bad("--nodes wants a Slurm hostlist of 1 to 4096 nodes, not '%s'", nodes);
     c.self = -1;
@@ -184,6 +213,13 @@ int main(int argc, char **argv)
             return 2;
     cred_munge_keyx(&c.keyx, geteuid());
     int rc = agent_run(&c);
+    if (rc == 0 && policy) {
+        place_job_request pr = {c.spool_parent, c.job, c.job_gid, c.names, c.nnodes, policy,
+                                policy_dirs, cpus_per_node, ntasks};
+        ts_error err;
+        if (place_job_run(&pr, policy_problem, &err) != TS_OK && !policy_problem)
+            fprintf(stderr, "toposcope-prolog[%s]: placement: %s\n", self, err.text);
+    }
     for (int i = 0; i < c.nnodes; i++)
         free(c.names[i]);
     free(c.names);

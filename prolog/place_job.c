@@ -1,0 +1,303 @@
+/* Placement for a job, in the prolog (see place_job.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "place_job.h"
+#include "toposcope/emit.h"
+#include "toposcope/groups.h"
+#include "toposcope/hier.h"
+#include "toposcope/hostlist.h"
+#include "toposcope/hwtree.h"
+#include "toposcope/measure.h"
+#include "toposcope/model.h"
+#include "toposcope/place.h"
+#include "toposcope/policy.h"
+#include "toposcope/treeyaml.h"
+
+#define STATUS_MAX_BYTES (4u << 20)
+
+/* ---- the job's directory ---- */
+
+static int job_dir_open(const place_job_request *r, ts_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%u", r->spool_parent, r->job);
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return ts_fail(err, TS_ESYS, "cannot open %s: %s", path, strerror(e));
+    }
+    if (st.st_uid != geteuid()) {
+        close(fd);
+        return ts_fail(err, TS_EINPUT, "%s belongs to uid %u, not to this agent", path,
+                       (unsigned)st.st_uid);
+    }
+    return fd;
+}
+
+static int dir_write(const place_job_request *r, int dirfd, const char *name, const char *text,
+                     size_t len, ts_error *err)
+{
+    int rc = ts_write_file_at(dirfd, name, text, len, 0640, err);
+    if (rc != TS_OK)
+        return rc;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown(fd, geteuid(), r->gid) != 0)
+        rc = ts_fail(err, TS_ESYS, "cannot set the group of %s: %s", name, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+static char *read_at(int dirfd, const char *name, size_t *len)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 8192, n = 0;
+    char *b = malloc(cap + 1);
+    ssize_t got;
+    while (b && (got = read(fd, b + n, cap - n)) > 0) {
+        n += (size_t)got;
+        if (n == cap) {
+            char *nb = cap < STATUS_MAX_BYTES ? realloc(b, cap * 2 + 1) : NULL;
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+    }
+    close(fd);
+    if (b) {
+        b[n] = '\0';
+        *len = n;
+    }
+    return b;
+}
+
+/* status.yaml as the agents wrote it, plus the placement's outcome. */
+static int status_append(const place_job_request *r, int dirfd, const char *outcome,
+                         const char *policy, int export_mca, const char *reason, ts_error *err)
+{
+    size_t len = 0;
+    char *old = read_at(dirfd, "status.yaml", &len), *s = NULL;
+    size_t slen;
+    FILE *m = open_memstream(&s, &slen);
+    if (!m) {
+        free(old);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    if (old)
+        fwrite(old, 1, len, m);
+    free(old);
+    fprintf(m, "# placement in the prolog\nplacement: %s\nplacement_policy: ", outcome);
+    ts_emit_yaml_string(m, policy ? policy : "");
+    fprintf(m, "\nplacement_reason: ");
+    ts_emit_yaml_string(m, reason);
+    /* the plugin exports OMPI_MCA_rmaps_rank_file_path when this says so */
+    fprintf(m, "\nplacement_export_mca: %s\n", export_mca ? "true" : "false");
+    if (ferror(m) | fclose(m)) {
+        free(s);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    int rc = dir_write(r, dirfd, "status.yaml", s, slen, err);
+    free(s);
+    return rc;
+}
+
+/* ---- the nodes' CPUs ---- */
+
+/* This node's first `count` usable PUs, as a cpulist for ts_hwtree_load_live. */
+static void first_pus(const ts_hwtree *all, int count, char *buf, size_t max)
+{
+    size_t used = 0;
+    int taken = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < all->ncores && taken < count; c++) {
+        if (!all->core[c].usable)
+            continue;
+        for (int k = 0; k < all->core[c].npus && taken < count && used + 16 < max; k++, taken++)
+            used += (size_t)snprintf(buf + used, max - used, "%s%d", used ? "," : "",
+                                     all->pus[all->core[c].first_pu + k]);
+    }
+}
+
+typedef struct job_hw {
+    int n;
+    int count[8];                /* distinct CPU counts seen, each with its tree */
+    ts_hwtree tree[8];
+    const ts_hwtree **of_node;
+} job_hw;
+
+static void job_hw_free(job_hw *j)
+{
+    for (int i = 0; i < j->n; i++)
+        ts_hwtree_free(&j->tree[i]);
+    free(j->of_node);
+}
+
+/* One tree per distinct CPU count (at most a few in a job); beyond eight distinct counts the
+ * nodes get this node's whole tree, which is still a valid, if looser, placement. */
+static int job_hw_load(job_hw *j, const ts_fabric *tree, const place_job_request *r, ts_error *err)
+{
+    memset(j, 0, sizeof *j);
+    int *counts = calloc((size_t)r->nnodes, sizeof *counts);
+    j->of_node = calloc((size_t)tree->nnodes + 1, sizeof *j->of_node);
+    ts_hwtree all;
+    ts_hwtree_init(&all);
+    int rc = !counts || !j->of_node ? ts_fail(err, TS_ENOMEM, "out of memory") : TS_OK;
+    if (rc == TS_OK && r->cpus_per_node)
+        rc = ts_cpus_per_node_parse(r->cpus_per_node, r->nnodes, counts, err);
+    if (rc == TS_OK)
+        rc = ts_hwtree_load_live(&all, NULL, err);
+    for (int i = 0; rc == TS_OK && i < tree->nnodes; i++) {
+        const char *name = tree->v[tree->node_vertex[i]].name;
+        int node = -1;
+        for (int k = 0; k < r->nnodes && node < 0; k++)
+            if (strcmp(r->names[k], name) == 0)
+                node = k;
+        if (node < 0) {
+            rc = ts_fail(err, TS_EINPUT, "tree.yaml names node %s, which is not in the job", name);
+            break;
+        }
+        int want = r->cpus_per_node ? counts[node] : all.npus;
+        if (want > all.npus)
+            want = all.npus;
+        int t;
+        for (t = 0; t < j->n && j->count[t] != want; t++)
+            ;
+        if (t == j->n && j->n == 8) {
+            want = all.npus;
+            for (t = 0; t < j->n && j->count[t] != want; t++)
+                ;
+        }
+        if (t == j->n) {
+            char list[4096];
+            first_pus(&all, want, list, sizeof list);
+            ts_hwtree_init(&j->tree[t]);
+            if ((rc = ts_hwtree_load_live(&j->tree[t], list, err)) != TS_OK)
+                break;
+            j->count[t] = want;
+            j->n++;
+        }
+        j->of_node[i] = &j->tree[t];
+    }
+    ts_hwtree_free(&all);
+    free(counts);
+    return rc;
+}
+
+/* ---- placement ---- */
+
+typedef int (*emit_fn)(FILE *out, const ts_hierarchy *h, const ts_placement *pl,
+                       const ts_groups *g, const ts_policy *p);
+static int emit_rankfile(FILE *o, const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
+                         const ts_policy *p) { return ts_emit_rankfile(pl, o); }
+static int emit_hostfile(FILE *o, const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
+                         const ts_policy *p) { return ts_emit_hostfile(pl, o); }
+static int emit_machinefile(FILE *o, const ts_hierarchy *h, const ts_placement *pl,
+                            const ts_groups *g, const ts_policy *p) { return ts_emit_machinefile(pl, o); }
+static int emit_hints(FILE *o, const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
+                      const ts_policy *p) { return ts_emit_hints_yaml(h, pl, g, p, o); }
+static int emit_text(FILE *o, const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
+                     const ts_policy *p) { return ts_emit_tree_text(h, pl, o); }
+
+static const struct {
+    const char *name;
+    emit_fn emit;
+    int ranks_only;              /* measure-only writes no rankfile, hostfile, machinefile */
+} outputs[] = {
+    {"rankfile", emit_rankfile, 1}, {"hostfile", emit_hostfile, 1},
+    {"machinefile", emit_machinefile, 1}, {"hints.yaml", emit_hints, 0}, {"tree.txt", emit_text, 0},
+};
+
+static int write_outputs(const place_job_request *r, int dirfd, const ts_hierarchy *h,
+                         const ts_placement *pl, const ts_groups *g, const ts_policy *p,
+                         ts_error *err)
+{
+    for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
+        if (outputs[k].ranks_only && pl->nranks == 0)
+            continue;
+        char *s = NULL;
+        size_t len;
+        FILE *m = open_memstream(&s, &len);
+        if (!m)
+            return ts_fail(err, TS_ENOMEM, "out of memory");
+        int rc = outputs[k].emit(m, h, pl, g, p);
+        if ((ferror(m) | fclose(m)) && rc == TS_OK)
+            rc = ts_fail(err, TS_ENOMEM, "out of memory writing %s", outputs[k].name);
+        else if (rc != TS_OK)
+            ts_fail(err, rc, "cannot render %s", outputs[k].name);
+        if (rc == TS_OK)
+            rc = dir_write(r, dirfd, outputs[k].name, s, len, err);
+        free(s);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
+int place_job_run(const place_job_request *r, const char *load_error, ts_error *err)
+{
+    int dirfd = job_dir_open(r, err);
+    if (dirfd < 0)
+        return dirfd;
+    ts_policy policy;
+    ts_fabric tree;
+    ts_model_params params;
+    job_hw hw = {0};
+    ts_hierarchy h = {0};
+    ts_placement pl = {0};
+    ts_groups g = {0};
+    char path[4096];
+    int rc;
+    ts_fabric_init(&tree);
+    memset(&params, 0, sizeof params);
+    snprintf(path, sizeof path, "%s/%u/tree.yaml", r->spool_parent, r->job);
+    if (load_error)
+        rc = ts_fail(err, TS_EINPUT, "%s", load_error);
+    else
+        rc = ts_policy_load(&policy, r->policy, r->policy_dirs, err);
+    if (rc == TS_OK)
+        rc = ts_fabric_load_tree(&tree, path, err);
+    if (rc == TS_OK)
+        rc = job_hw_load(&hw, &tree, r, err);
+    ts_place_options po = {r->ntasks, 0};
+    if (rc == TS_OK && (rc = ts_model_params_profile(&params, "ethernet", err)) == TS_OK &&
+        (rc = ts_hierarchy_build(&h, &tree, hw.of_node, err)) == TS_OK &&
+        (rc = ts_place(&h, &policy, &po, &pl, err)) == TS_OK &&
+        (rc = ts_groups_compute(&g, &h, &pl, err)) == TS_OK &&
+        (rc = ts_groups_logp(&g, &h, &params, err)) == TS_OK)
+        rc = write_outputs(r, dirfd, &h, &pl, &g, &policy, err);
+    ts_error serr;
+    char why[TS_ERROR_TEXT_MAX + 64];
+    if (rc == TS_OK)
+        snprintf(why, sizeof why, "%d ranks on %d nodes (policy %s, %s)", pl.nranks, h.nnodes,
+                 policy.name, ts_placement_kind_name(policy.kind));
+    else
+        snprintf(why, sizeof why, "%s", err->text);
+    int src = status_append(r, dirfd, rc != TS_OK ? "failed" : pl.nranks ? "placed" : "none",
+                            r->policy, rc == TS_OK && pl.nranks && policy.export_mca, why, &serr);
+    if (src != TS_OK && rc == TS_OK) {
+        *err = serr;
+        rc = src;
+    }
+    ts_groups_free(&g);
+    ts_placement_free(&pl);
+    ts_hierarchy_free(&h);
+    job_hw_free(&hw);
+    ts_fabric_free(&tree);
+    ts_model_params_free(&params);
+    close(dirfd);
+    return rc;
+}
