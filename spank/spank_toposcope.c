@@ -1,0 +1,600 @@
+/* spank_toposcope — the SPANK plugin: `sbatch/salloc/srun --topo-aware[=POLICY]`.
+ *
+ * Thin on purpose: it reads its settings (plugstack.conf arguments over toposcope.yaml), and
+ *   job_prolog  (every node, root)   runs toposcope-prolog with a hard deadline, never fails the
+ *                                    job or drains the node unless the site asked (strict);
+ *   task_init   (every task, user)   exports TOPOSCOPE_* from the job's spool directory;
+ *   job_epilog  (every node, root)   removes the job's spool directory.
+ * Jobs without the option (and mode opt-in) cost one option lookup per hook: no fork, no file
+ * access. See spank-toposcope(8). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+#include "toposcope/hints_read.h"
+#include "toposcope/hostlist.h"
+#include "toposcope/siteconf.h"
+
+SPANK_PLUGIN(toposcope, 1);
+
+#ifndef TOPOSCOPE_LIBEXECDIR
+#define TOPOSCOPE_LIBEXECDIR "/usr/local/libexec/toposcope"
+#endif
+#ifndef TOPOSCOPE_DATADIR
+#define TOPOSCOPE_DATADIR "/usr/local/share/toposcope"
+#endif
+#define DEFAULT_CONF "/etc/toposcope/toposcope.yaml"
+/* Past the budget the agent needs up to 150 ms for its fallback files (prolog/agent.h); the
+ * plugin kills it 30 ms after that, so the prolog as a whole stays within budget + 200 ms. */
+#define KILL_GRACE_MS 180
+#define STDERR_KEEP 1024
+#define STATUS_MAX_BYTES (4 << 20)
+/* the spool parent (spool with %n expanded), the job's directory in it, a file in that */
+#define PARENT_MAX (TS_SITECONF_PATH_MAX + 512)
+#define DIR_MAX (PARENT_MAX + 16)
+#define FILE_MAX (DIR_MAX + 32)
+
+/* Per-process state: a SPANK plugin is loaded afresh in every process that uses it. */
+static ts_siteconf conf;
+static char conf_path[TS_SITECONF_PATH_MAX] = DEFAULT_CONF;
+static int conf_given, mode_given, conf_loaded;
+static char plugstack_args[64][TS_SITECONF_PATH_MAX + 32];
+static int nplugstack_args;
+static int opt_seen;                 /* the option was given (local/allocator/remote callback) */
+static char opt_value[TS_SITECONF_PATH_MAX];
+
+static int opt_cb(int val, const char *optarg, int remote)
+{
+    opt_seen = 1;
+    snprintf(opt_value, sizeof opt_value, "%s", optarg ? optarg : "");
+    return 0;
+}
+
+static struct spank_option topo_option = {
+    "topo-aware", "[POLICY]",
+    "measure the network between the job's nodes and place its ranks by POLICY (a policy "
+    "name or file; default: the site's); see TOPOSCOPE_* in the job",
+    2, 0, opt_cb,
+};
+
+/* ---- settings ---- */
+
+static void apply_args(int log)
+{
+    ts_error err;
+    for (int i = 0; i < nplugstack_args; i++)
+        if (ts_siteconf_set(&conf, plugstack_args[i], &err) != TS_OK && log)
+            slurm_error("toposcope: plugstack.conf: %s; ignored", err.text);
+}
+
+/* toposcope.yaml under the plugstack arguments; read when a hook needs it, not in init, so a
+ * job without the option touches no file. */
+static void load_conf(void)
+{
+    if (conf_loaded)
+        return;
+    conf_loaded = 1;
+    ts_error err;
+    if ((conf_given || access(conf_path, F_OK) == 0) &&
+        ts_siteconf_load(&conf, conf_path, &err) != TS_OK)
+        slurm_error("toposcope: %s; using the built-in settings and plugstack.conf", err.text);
+    apply_args(0);
+}
+
+/* Defaults, then the plugstack arguments. Slurm calls slurm_spank_init in the allocator, local,
+ * remote and slurmd contexts but not before job_prolog/job_epilog, so every hook makes sure. */
+static int configured;
+
+static void configure(int ac, char **av, int log)
+{
+    if (configured)
+        return;
+    configured = 1;
+    ts_siteconf_default(&conf, TOPOSCOPE_LIBEXECDIR "/toposcope-prolog",
+                        TOPOSCOPE_DATADIR "/policies");
+    for (int i = 0; i < ac; i++) {
+        if (strncmp(av[i], "conf=", 5) == 0) {
+            snprintf(conf_path, sizeof conf_path, "%s", av[i] + 5);
+            conf_given = 1;
+            continue;
+        }
+        ts_error err;
+        /* checked now, so a typo is logged (by slurmd and each prolog) and then ignored */
+        if (ts_siteconf_set(&conf, av[i], &err) != TS_OK) {
+            if (log)
+                slurm_error("toposcope: plugstack.conf: %s; ignored", err.text);
+            continue;
+        }
+        if (strncmp(av[i], "mode=", 5) == 0)
+            mode_given = 1;
+        if (nplugstack_args < (int)(sizeof plugstack_args / sizeof plugstack_args[0]))
+            snprintf(plugstack_args[nplugstack_args++], sizeof plugstack_args[0], "%s", av[i]);
+    }
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context();
+    configure(ac, av, ctx == S_CTX_SLURMD);
+    if (spank_option_register(sp, &topo_option) != ESPANK_SUCCESS && ctx != S_CTX_SLURMD &&
+        ctx != S_CTX_JOB_SCRIPT)
+        slurm_error("toposcope: cannot register --topo-aware");
+    return 0;
+}
+
+/* Whether this job asked (or the site always measures), and with which policy. */
+static int job_wants(spank_t sp, char *policy, size_t max)
+{
+    char *arg = NULL;
+    int asked = opt_seen || spank_option_getopt(sp, &topo_option, &arg) == ESPANK_SUCCESS;
+    if (asked && !opt_seen)
+        snprintf(opt_value, sizeof opt_value, "%s", arg ? arg : "");
+    if (!asked && mode_given && conf.mode != TS_MODE_ALWAYS)
+        return 0;
+    load_conf();
+    if (conf.mode == TS_MODE_OFF || (!asked && conf.mode != TS_MODE_ALWAYS))
+        return 0;
+    snprintf(policy, max, "%s", asked && opt_value[0] ? opt_value : conf.default_policy);
+    return 1;
+}
+
+/* spool with %n replaced by the node's name */
+static void spool_parent(const char *node, char *out, size_t max)
+{
+    size_t o = 0;
+    for (const char *p = conf.spool; *p && o + 1 < max; p++) {
+        if (p[0] == '%' && p[1] == 'n') {
+            o += (size_t)snprintf(out + o, max - o, "%s", node);
+            if (o >= max)
+                o = max - 1;
+            p++;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- job_prolog ---- */
+
+/* The spool parent and the directories above it, as `mkdir -p` would (0755, root's): with %n
+ * each node's parent is new the first time. The admin's path; the agent opens the last part
+ * itself without following symlinks. */
+static void make_parents(const char *path)
+{
+    char buf[PARENT_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        mkdir(buf, 0755);
+        *p = '/';
+    }
+    mkdir(buf, 0755);
+}
+
+/* Written when the agent left no status.yaml (killed, or it could not start), so the job's
+ * tasks still learn why. Best effort: a spool that cannot be written is logged already. */
+static void write_fallback_status(const char *parent, uint32_t job, gid_t gid, const char *why)
+{
+    char dir[DIR_MAX], path[FILE_MAX], tmp[FILE_MAX];
+    snprintf(dir, sizeof dir, "%s/%u", parent, job);
+    snprintf(path, sizeof path, "%s/status.yaml", dir);
+    if (access(path, F_OK) == 0)
+        return;
+    if ((mkdir(parent, 0755) != 0 && errno != EEXIST) || (mkdir(dir, 0750) != 0 && errno != EEXIST))
+        return;
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+        return;
+    if (chown(dir, geteuid(), gid) != 0)
+        return;
+    snprintf(tmp, sizeof tmp, "%s/.status.yaml.plugin", dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return;
+    }
+    fprintf(f, "# written by the SPANK plugin: the agent left no status\nstatus: fallback\nreason: \"");
+    for (const char *p = why; *p; p++)
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if ((unsigned char)*p >= 0x20)
+            fputc(*p, f);
+    fprintf(f, "\"\n");
+    int bad = ferror(f) | (fchown(fd, geteuid(), gid) != 0);
+    if ((fclose(f) != 0) | bad || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+/* The agent's stderr, one line: newlines become "; ". */
+static void one_line(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        s[--n] = '\0';
+    for (char *p = s; *p; p++)
+        if (*p == '\n')
+            *p = ';';
+}
+
+int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+{
+    char policy[TS_SITECONF_PATH_MAX];
+    configure(ac, av, 1);
+    if (!job_wants(sp, policy, sizeof policy))
+        return 0;
+    double t0 = now_ms();
+    const char *job_s = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_NODELIST");
+    const char *self = getenv("SLURMD_NODENAME");
+    uint32_t job = 0;
+    if (!job_s || !nodes || !self || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
+        slurm_error("toposcope: the job prolog has no SLURM_JOB_ID, SLURM_NODELIST or "
+                    "SLURMD_NODENAME; not measuring (the job runs as usual)");
+        return 0;
+    }
+    gid_t gid = 0;
+    uid_t uid = 0;
+    spank_get_item(sp, S_JOB_GID, &gid);
+    spank_get_item(sp, S_JOB_UID, &uid);
+    /* The agent reads the policy as root: a file named by the job must be the user's own or
+     * readable by everyone, or the job could have root read files it may not. */
+    struct stat pst;
+    if (strchr(policy, '/') && uid != 0 &&
+        (stat(policy, &pst) != 0 || (pst.st_uid != uid && !(pst.st_mode & S_IROTH))))
+        snprintf(policy, sizeof policy, "%s", "refused-policy-file-not-owned-by-the-user");
+    char parent[PARENT_MAX], budget[32], pbase[16], pspan[16];
+    spool_parent(self, parent, sizeof parent);
+    snprintf(budget, sizeof budget, "%ld", conf.budget_ms);
+    snprintf(pbase, sizeof pbase, "%ld", conf.port_base);
+    snprintf(pspan, sizeof pspan, "%ld", conf.port_span);
+    char *argv[] = {conf.prolog, "--job", (char *)job_s, "--nodes", (char *)nodes, "--self",
+                    (char *)self, "--policy", policy, "--policy-dir", conf.policy_dir,
+                    "--budget-ms", budget, "--port-base", pbase, "--port-span", pspan,
+                    "--spool", parent, NULL};
+    make_parents(parent);
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        slurm_error("toposcope: job %u on %s: no pipe (%m); not measuring", job, self);
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);           /* one group, so the deadline kills every process of it */
+        int devnull = open("/dev/null", O_RDWR);
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(pipefd[1], 2);
+        execv(argv[0], argv);
+        dprintf(2, "cannot run %s: %s (set prolog= in plugstack.conf or toposcope.yaml)",
+                argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(pipefd[1]);
+    if (pid < 0) {
+        close(pipefd[0]);
+        slurm_error("toposcope: job %u on %s: cannot fork (%m); not measuring", job, self);
+        return 0;
+    }
+    char errbuf[STDERR_KEEP + 1];
+    size_t errlen = 0;
+    int status = 0, killed = 0, fd = pipefd[0];
+    double deadline = t0 + (double)conf.budget_ms + KILL_GRACE_MS;
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            break;
+        double left = deadline - now_ms();
+        if (left <= 0) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            killed = 1;
+            break;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        int wait_ms = left < 5 ? 1 : 5;
+        if (fd >= 0 && poll(&p, 1, wait_ms) > 0) {
+            char chunk[512];
+            ssize_t n = read(fd, chunk, sizeof chunk);
+            if (n <= 0) {
+                close(fd);
+                fd = -1;
+            } else if (errlen < STDERR_KEEP) {
+                size_t take = (size_t)n < STDERR_KEEP - errlen ? (size_t)n : STDERR_KEEP - errlen;
+                memcpy(errbuf + errlen, chunk, take);
+                errlen += take;
+            }
+        } else if (fd < 0) {
+            poll(NULL, 0, wait_ms);
+        }
+    }
+    if (fd >= 0) {
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        ssize_t n;
+        while (errlen < STDERR_KEEP && (n = read(fd, errbuf + errlen, STDERR_KEEP - errlen)) > 0)
+            errlen += (size_t)n;
+        close(fd);
+    }
+    errbuf[errlen] = '\0';
+    one_line(errbuf);
+    double took = now_ms() - t0;
+    char why[STDERR_KEEP + 256];
+    int failed = killed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    if (killed)
+        snprintf(why, sizeof why, "toposcope-prolog did not finish within the budget of %ld ms + "
+                 "%d ms and was killed", conf.budget_ms, KILL_GRACE_MS);
+    else if (WIFSIGNALED(status))
+        snprintf(why, sizeof why, "toposcope-prolog was killed by signal %d after %.0f ms",
+                 WTERMSIG(status), took);
+    else if (failed)
+        snprintf(why, sizeof why, "toposcope-prolog failed (exit %d): %s", WEXITSTATUS(status),
+                 errbuf[0] ? errbuf : "no message");
+    else
+        snprintf(why, sizeof why, "%s", errbuf);
+    /* one line per job and node: the time on success, the reason otherwise */
+    if (failed) {
+        write_fallback_status(parent, job, gid, why);
+        slurm_error("toposcope: job %u on %s: %s; the job runs with a fallback placement "
+                    "(prolog %.0f ms)", job, self, why, took);
+    } else if (why[0]) {
+        slurm_error("toposcope: job %u on %s: %s; the job runs (prolog %.0f ms)", job, self, why,
+                    took);
+    } else {
+        slurm_info("toposcope: job %u on %s: prolog %.0f ms", job, self, took);
+    }
+    return failed && conf.strict ? -1 : 0;
+}
+
+/* ---- task_init: the environment ---- */
+
+typedef struct status_info {
+    char status[32], reason[1024], placement[16], placement_reason[1024], unreachable[1024];
+    int export_mca;
+} status_info;
+
+/* A status.yaml scalar: "quoted" (\" and \\ undone, \xNN kept as text) or plain. */
+static void yaml_value(const char *v, char *out, size_t max)
+{
+    size_t o = 0;
+    if (*v != '"') {
+        while (*v && *v != '\n' && o + 1 < max)
+            out[o++] = *v++;
+    } else {
+        for (v++; *v && *v != '"' && *v != '\n' && o + 1 < max; v++) {
+            if (*v == '\\' && (v[1] == '"' || v[1] == '\\'))
+                v++;
+            out[o++] = *v;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* ["a", "b"] (from after the '[') as "a,b". */
+static void name_list(const char *v, char *out, size_t max)
+{
+    size_t o = 0;
+    for (; *v && *v != ']' && *v != '\n' && o + 1 < max; v++)
+        if (*v != '"' && *v != ' ')
+            out[o++] = *v;
+    out[o] = '\0';
+}
+
+static int read_status(const char *dir, status_info *s)
+{
+    char path[FILE_MAX];
+    snprintf(path, sizeof path, "%s/status.yaml", dir);
+    memset(s, 0, sizeof *s);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char line[2048];
+    long bytes = 0;
+    while (fgets(line, sizeof line, f) && bytes < STATUS_MAX_BYTES) {
+        bytes += (long)strlen(line);
+        if (strncmp(line, "status: ", 8) == 0)
+            yaml_value(line + 8, s->status, sizeof s->status);
+        else if (strncmp(line, "reason: ", 8) == 0)
+            yaml_value(line + 8, s->reason, sizeof s->reason);
+        else if (strncmp(line, "placement: ", 11) == 0)
+            yaml_value(line + 11, s->placement, sizeof s->placement);
+        else if (strncmp(line, "placement_reason: ", 18) == 0)
+            yaml_value(line + 18, s->placement_reason, sizeof s->placement_reason);
+        else if (strncmp(line, "placement_export_mca: true", 26) == 0)
+            s->export_mca = 1;
+        else if (strncmp(line, "unreachable: [", 14) == 0)
+            name_list(line + 14, s->unreachable, sizeof s->unreachable);
+    }
+    fclose(f);
+    return s->status[0] ? 0 : -1;
+}
+
+static void set_env(void *ctx, const char *key, const char *value)
+{
+    if (spank_setenv((spank_t)ctx, key, value, 1) != ESPANK_SUCCESS)
+        slurm_error("toposcope: cannot set %s in the task's environment", key);
+}
+
+/* This node's Slurm name: SLURMD_NODENAME in the job's environment, else its place in the
+ * job's nodelist, else the host name. */
+static void node_name(spank_t sp, char *out, size_t max)
+{
+    if (spank_getenv(sp, "SLURMD_NODENAME", out, (int)max) == ESPANK_SUCCESS && out[0])
+        return;
+    char list[8192];
+    uint32_t nodeid;
+    ts_hostlist hl = {0};
+    ts_error err;
+    if (spank_getenv(sp, "SLURM_JOB_NODELIST", list, sizeof list) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS &&
+        ts_hostlist_expand(list, strlen(list), &hl, &err) == TS_OK && nodeid < hl.count) {
+        snprintf(out, max, "%s", hl.hosts[nodeid]);
+        ts_hostlist_free(&hl);
+        return;
+    }
+    ts_hostlist_free(&hl);
+    if (gethostname(out, max) != 0)
+        out[0] = '\0';
+    out[max - 1] = '\0';
+    char *dot = strchr(out, '.');
+    if (dot)
+        *dot = '\0';
+}
+
+/* The task's member of hints.yaml: its global rank when the placement put that rank on this
+ * node (srun -m arbitrary with TOPOSCOPE_HOSTFILE, or mpirun with the rankfile), else the
+ * local task id-th rank the placement put on this node, so the groups always describe where
+ * the task really runs. -1 when the step does not fit the placement. */
+static int task_member(const char *hints, const char *node, uint32_t global, uint32_t local,
+                       ts_hints *h, ts_error *err)
+{
+    ts_hints_select sel = {(int)global, NULL};
+    if (ts_hints_load(h, hints, &sel, err) == TS_OK) {
+        if (h->nmembers == 1 && strcmp(ts_hints_node(h, 0), node) == 0)
+            return 0;
+        ts_hints_free(h);
+    }
+    if (ts_hints_load(h, hints, NULL, err) != TS_OK)
+        return -1;
+    uint32_t seen = 0;
+    for (int m = 0; m < h->nmembers; m++)
+        if (strcmp(ts_hints_node(h, m), node) == 0 && seen++ == local)
+            return m;
+    ts_hints_free(h);
+    return -1;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+    char policy[TS_SITECONF_PATH_MAX];
+    configure(ac, av, 0);
+    if (!spank_remote(sp) || !job_wants(sp, policy, sizeof policy))
+        return 0;
+    uint32_t job = 0, global = 0, local = 0, ntasks = 0, stepid = 0;
+    spank_get_item(sp, S_JOB_ID, &job);
+    char node[256], parent[PARENT_MAX], dir[DIR_MAX], path[FILE_MAX + 128];
+    node_name(sp, node, sizeof node);
+    spool_parent(node, parent, sizeof parent);
+    snprintf(dir, sizeof dir, "%s/%u", parent, job);
+    set_env(sp, "TOPOSCOPE_DIR", dir);
+    status_info s;
+    if (read_status(dir, &s) != 0) {
+        set_env(sp, "TOPOSCOPE_STATUS", "fallback");
+        snprintf(path, sizeof path, "no %s/status.yaml: the prolog could not write the job's "
+                 "spool directory (slurmd's log says why)", dir);
+        set_env(sp, "TOPOSCOPE_REASON", path);
+        return 0;
+    }
+    set_env(sp, "TOPOSCOPE_STATUS", s.status);
+    set_env(sp, "TOPOSCOPE_REASON", s.reason);
+    if (s.unreachable[0])
+        set_env(sp, "TOPOSCOPE_UNREACHABLE", s.unreachable);
+    set_env(sp, "TOPOSCOPE_PLACEMENT", s.placement[0] ? s.placement : "none");
+    if (s.placement_reason[0])
+        set_env(sp, "TOPOSCOPE_PLACEMENT_REASON", s.placement_reason);
+    if (strcmp(s.placement, "placed") != 0)
+        return 0;
+    static const char *const files[][2] = {{"TOPOSCOPE_RANKFILE", "rankfile"},
+                                           {"TOPOSCOPE_HOSTFILE", "hostfile"},
+                                           {"TOPOSCOPE_MACHINEFILE", "machinefile"},
+                                           {"TOPOSCOPE_HINTS", "hints.yaml"}};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k][1]);
+        set_env(sp, files[k][0], path);
+    }
+    if (s.export_mca) {
+        snprintf(path, sizeof path, "%s/rankfile", dir);
+        set_env(sp, "OMPI_MCA_rmaps_rank_file_path", path);
+    }
+    /* per-task groups: not for the batch script (no rank), nor for a step whose size is not
+     * the placement's (mpirun's daemons, a one-task helper step) */
+    spank_get_item(sp, S_JOB_STEPID, &stepid);
+    if (stepid == SLURM_BATCH_SCRIPT ||
+        spank_get_item(sp, S_TASK_GLOBAL_ID, &global) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS)
+        return 0;
+    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
+    if (spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, global, &local) != ESPANK_SUCCESS)
+        return 0;
+    snprintf(path, sizeof path, "%s/hints.yaml", dir);
+    ts_hints h;
+    ts_error err;
+    int m = task_member(path, node, global, local, &h, &err);
+    if (m < 0)
+        return 0;
+    if (h.nranks == (int)ntasks) {
+        ts_hints_env e;
+        ts_hints_member_env(&h, m, &e);
+        ts_hints_env_each(&e, set_env, sp);
+    }
+    ts_hints_free(&h);
+    return 0;
+}
+
+/* ---- job_epilog ---- */
+
+/* The job's directory and the files in it (no subdirectories are made there); never through
+ * a symlink. */
+static void remove_job_dir(const char *parent, uint32_t job)
+{
+    char name[16];
+    snprintf(name, sizeof name, "%u", job);
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return;
+    int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                unlinkat(fd, e->d_name, 0);
+        closedir(d);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    if (unlinkat(pfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+        slurm_error("toposcope: job %u: cannot remove %s/%s: %m", job, parent, name);
+    close(pfd);
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+    char policy[TS_SITECONF_PATH_MAX];
+    configure(ac, av, 0);
+    if (!job_wants(sp, policy, sizeof policy))
+        return 0;
+    uint32_t job = 0;
+    const char *self = getenv("SLURMD_NODENAME");
+    if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || !self)
+        return 0;
+    char parent[PARENT_MAX];
+    spool_parent(self, parent, sizeof parent);
+    /* Issue G: toposcope-epilog (conf.epilog) runs here first, with a deadline like the
+     * prolog's, to record link anomalies from the spool before it goes. */
+    remove_job_dir(parent, job);
+    return 0;
+}
