@@ -45,12 +45,14 @@ install: all
 	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	$(INSTALL) -m 755 $(CLI) $(DESTDIR)$(BINDIR)/toposcope
 	$(INSTALL) -m 755 $(PROLOG_BIN) $(DESTDIR)$(LIBEXECDIR)/toposcope-prolog
+	$(INSTALL) -m 755 $(EPILOG_BIN) $(DESTDIR)$(LIBEXECDIR)/toposcope-epilog
+	$(INSTALL) -m 755 $(PROBE_BIN) $(DESTDIR)$(BINDIR)/toposcope-probe
 	$(INSTALL) -m 755 $(SPANK_SO) $(DESTDIR)$(PLUGINDIR)/spank_toposcope.so
 	$(INSTALL) -m 644 policies/*.yaml $(DESTDIR)$(DATADIR)/policies/
 	$(INSTALL) -m 644 etc/plugstack.conf etc/toposcope.yaml etc/slurm.conf.toposcope $(DESTDIR)$(DATADIR)/etc/
 	$(INSTALL) -m 644 doc/toposcope.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 644 doc/toposcope.yaml.5 $(DESTDIR)$(MANDIR)/man5/
-	$(INSTALL) -m 644 doc/toposcope-prolog.8 doc/spank-toposcope.8 $(DESTDIR)$(MANDIR)/man8/
+	$(INSTALL) -m 644 doc/toposcope-prolog.8 doc/toposcope-epilog.8 doc/spank-toposcope.8 $(DESTDIR)$(MANDIR)/man8/
 ifneq ($(HAVE_MPICC),)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/toposcope
 	$(INSTALL) -m 644 $(HINTS_A) $(DESTDIR)$(LIBDIR)/

@@ -40,6 +40,7 @@ SPANK_PLUGIN(toposcope, 1);
  * plugin kills it 30 ms after that, so the prolog as a whole stays within budget + 200 ms. */
 #define KILL_GRACE_MS 180
 #define STDERR_KEEP 1024
+#define EPILOG_BUDGET_MS 5000
 #define STATUS_MAX_BYTES (4 << 20)
 /* the spool parent (spool with %n expanded), the job's directory in it, a file in that */
 #define PARENT_MAX (TS_SITECONF_PATH_MAX + 512)
@@ -104,6 +105,7 @@ static void configure(int ac, char **av, int log)
     configured = 1;
     ts_siteconf_default(&conf, TOPOSCOPE_LIBEXECDIR "/toposcope-prolog",
                         TOPOSCOPE_DATADIR "/policies");
+    snprintf(conf.epilog, sizeof conf.epilog, "%s", TOPOSCOPE_LIBEXECDIR "/toposcope-epilog");
     for (int i = 0; i < ac; i++) {
         if (strncmp(av[i], "conf=", 5) == 0) {
             snprintf(conf_path, sizeof conf_path, "%s", av[i] + 5);
@@ -242,6 +244,75 @@ static void one_line(char *s)
             *p = ';';
 }
 
+/* Run argv with stdin and stdout on /dev/null, stderr kept (one line, at most STDERR_KEEP
+ * bytes, in err); SIGKILL to its whole process group at `deadline` (now_ms() clock). Returns its
+ * wait status, -1 when it could not be started. */
+static int run_bounded(char *const argv[], double deadline, char err[STDERR_KEEP + 1], int *killed)
+{
+    int pipefd[2];
+    *killed = 0;
+    err[0] = '\0';
+    if (pipe2(pipefd, O_CLOEXEC) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);           /* one group, so the deadline kills every process of it */
+        int devnull = open("/dev/null", O_RDWR);
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(pipefd[1], 2);
+        execv(argv[0], argv);
+        dprintf(2, "cannot run %s: %s (set it in plugstack.conf or toposcope.yaml)", argv[0],
+                strerror(errno));
+        _exit(127);
+    }
+    close(pipefd[1]);
+    if (pid < 0) {
+        close(pipefd[0]);
+        return -1;
+    }
+    size_t errlen = 0;
+    int status = 0, fd = pipefd[0];
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            break;
+        double left = deadline - now_ms();
+        if (left <= 0) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            *killed = 1;
+            break;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        int wait_ms = left < 5 ? 1 : 5;
+        if (fd >= 0 && poll(&p, 1, wait_ms) > 0) {
+            char chunk[512];
+            ssize_t n = read(fd, chunk, sizeof chunk);
+            if (n <= 0) {
+                close(fd);
+                fd = -1;
+            } else if (errlen < STDERR_KEEP) {
+                size_t take = (size_t)n < STDERR_KEEP - errlen ? (size_t)n : STDERR_KEEP - errlen;
+                memcpy(err + errlen, chunk, take);
+                errlen += take;
+            }
+        } else if (fd < 0) {
+            poll(NULL, 0, wait_ms);
+        }
+    }
+    if (fd >= 0) {
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        ssize_t n;
+        while (errlen < STDERR_KEEP && (n = read(fd, err + errlen, STDERR_KEEP - errlen)) > 0)
+            errlen += (size_t)n;
+        close(fd);
+    }
+    err[errlen] = '\0';
+    one_line(err);
+    return status;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
     char policy[TS_SITECONF_PATH_MAX];
@@ -277,70 +348,14 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
                     "--budget-ms", budget, "--port-base", pbase, "--port-span", pspan,
                     "--spool", parent, NULL};
     make_parents(parent);
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) != 0) {
-        slurm_error("toposcope: job %u on %s: no pipe (%m); not measuring", job, self);
-        return 0;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);           /* one group, so the deadline kills every process of it */
-        int devnull = open("/dev/null", O_RDWR);
-        dup2(devnull, 0);
-        dup2(devnull, 1);
-        dup2(pipefd[1], 2);
-        execv(argv[0], argv);
-        dprintf(2, "cannot run %s: %s (set prolog= in plugstack.conf or toposcope.yaml)",
-                argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(pipefd[1]);
-    if (pid < 0) {
-        close(pipefd[0]);
-        slurm_error("toposcope: job %u on %s: cannot fork (%m); not measuring", job, self);
-        return 0;
-    }
     char errbuf[STDERR_KEEP + 1];
-    size_t errlen = 0;
-    int status = 0, killed = 0, fd = pipefd[0];
-    double deadline = t0 + (double)conf.budget_ms + KILL_GRACE_MS;
-    for (;;) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            break;
-        double left = deadline - now_ms();
-        if (left <= 0) {
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            killed = 1;
-            break;
-        }
-        struct pollfd p = {fd, POLLIN, 0};
-        int wait_ms = left < 5 ? 1 : 5;
-        if (fd >= 0 && poll(&p, 1, wait_ms) > 0) {
-            char chunk[512];
-            ssize_t n = read(fd, chunk, sizeof chunk);
-            if (n <= 0) {
-                close(fd);
-                fd = -1;
-            } else if (errlen < STDERR_KEEP) {
-                size_t take = (size_t)n < STDERR_KEEP - errlen ? (size_t)n : STDERR_KEEP - errlen;
-                memcpy(errbuf + errlen, chunk, take);
-                errlen += take;
-            }
-        } else if (fd < 0) {
-            poll(NULL, 0, wait_ms);
-        }
+    int killed = 0, status = run_bounded(argv, t0 + (double)conf.budget_ms + KILL_GRACE_MS, errbuf,
+                                         &killed);
+    if (status == -1) {
+        slurm_error("toposcope: job %u on %s: cannot start %s (%m); not measuring", job, self,
+                    argv[0]);
+        return 0;
     }
-    if (fd >= 0) {
-        fcntl(fd, F_SETFL, O_NONBLOCK);
-        ssize_t n;
-        while (errlen < STDERR_KEEP && (n = read(fd, errbuf + errlen, STDERR_KEEP - errlen)) > 0)
-            errlen += (size_t)n;
-        close(fd);
-    }
-    errbuf[errlen] = '\0';
-    one_line(errbuf);
     double took = now_ms() - t0;
     char why[STDERR_KEEP + 256];
     int failed = killed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
@@ -593,8 +608,35 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
         return 0;
     char parent[PARENT_MAX];
     spool_parent(self, parent, sizeof parent);
-    /* Issue G: toposcope-epilog (conf.epilog) runs here first, with a deadline like the
-     * prolog's, to record link anomalies from the spool before it goes. */
+    /* toposcope-epilog records the job's link anomalies from the spool (and removes it); the
+     * plugin removes whatever is left, so a failed or missing recorder never leaves a spool. */
+    if (conf.epilog[0] && access(conf.epilog, X_OK) == 0) {
+        char job_s[16], budget[32], err[STDERR_KEEP + 1], policy_file[2 * TS_SITECONF_PATH_MAX + 8];
+        snprintf(job_s, sizeof job_s, "%u", job);
+        snprintf(budget, sizeof budget, "%d", EPILOG_BUDGET_MS);
+        char *argv[16] = {conf.epilog, "--job", job_s, "--self", (char *)self, "--spool", parent,
+                          "--records", conf.records, "--budget-ms", budget};
+        int n = 11;
+        const char *nodes = getenv("SLURM_JOB_NODELIST") ? getenv("SLURM_JOB_NODELIST")
+                                                        : getenv("SLURM_NODELIST");
+        if (nodes) {
+            argv[n++] = "--nodes";
+            argv[n++] = (char *)nodes;
+        }
+        /* the anomaly thresholds of the job's policy, when it names one of the site's */
+        snprintf(policy_file, sizeof policy_file, "%s/%s.yaml", conf.policy_dir, policy);
+        if (!strchr(policy, '/') && access(policy_file, R_OK) == 0) {
+            argv[n++] = "--policy";
+            argv[n++] = policy_file;
+        }
+        argv[n] = NULL;
+        double t0 = now_ms();
+        int killed, status = run_bounded(argv, t0 + EPILOG_BUDGET_MS + KILL_GRACE_MS, err, &killed);
+        if (status == -1 || killed || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            slurm_error("toposcope: job %u on %s: toposcope-epilog %s%s%s", job, self,
+                        killed ? "was killed at its deadline" : status == -1 ? "could not start" : "failed",
+                        err[0] ? ": " : "", err);
+    }
     remove_job_dir(parent, job);
     return 0;
 }
