@@ -39,4 +39,14 @@ for policy in compact spread block measure-only; do
 done
 echo
 echo "limit: median <= $limit ms per run on $(nproc) CPUs ($(uname -m))"
+
+# A rank's hints lookup (lib/hints_read.c ts_hints_lookup, what the MPI helper calls for every
+# level): the last rank of the spread file, first lookup and 1000 more in the same process.
+cc -std=c11 -D_GNU_SOURCE -O2 -Ilib -o "$work/hints_lookup" bench/hints_lookup.c \
+    "${TOPOSCOPE_BUILD:-build}/lib/libtoposcope.a" -lyaml -lhwloc -lm
+node=$(tail -1 "$work/spread/hostfile")
+read -r _ first _ again _ reads < <("$work/hints_lookup" "$work/spread/hints.yaml" 65535 "$node" 1000)
+echo
+echo "hints lookup of rank 65535 ($(du -h "$work/spread/hints.yaml" | cut -f1) hints.yaml): first $first ms," \
+     "then $again us per lookup over 1000 more; the file was read $reads time(s)"
 exit $over

@@ -144,13 +144,14 @@ static int from_file(lookup *lk, int rank, int size, const char *why_not_env)
     if (!in)
         return fail(errno == ENOENT ? MPI_ERR_NO_SUCH_FILE : MPI_ERR_IO,
                     "%.300s (TOPOSCOPE_HINTS): %s", path, strerror(errno));
+    fclose(in);
     char node[TS_HINTS_NODE_MAX], host[2 * TS_HINTS_NODE_MAX + 32];
     this_node(node, sizeof node);
     ts_hints_select sel = { rank, node };
     ts_hints h;
     ts_error err;
-    int rc = ts_hints_parse_file(&h, in, path, &sel, &err);
-    fclose(in);
+    /* every call of the helper comes here: the file is read once per process (ts_hints_lookup) */
+    int rc = ts_hints_lookup(&h, path, &sel, &err);
     if (rc != TS_OK)
         return fail(rc == TS_ENOMEM ? MPI_ERR_NO_MEM : MPI_ERR_OTHER, "%s", err.text);
     if (!h.members_are_nodes && h.nranks >= 0 && h.nranks != size)

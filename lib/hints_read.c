@@ -1,10 +1,12 @@
 /* toposcope — hints.yaml read back (streaming, bounded), and a member's environment. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "toposcope/hints_read.h"
 #include "toposcope/place.h"
 #include "ydoc.h"
@@ -584,6 +586,142 @@ void ts_hints_free(ts_hints *h)
     free(h->leader);
     free(h->text);
     memset(h, 0, sizeof *h);
+}
+
+int ts_hints_copy(ts_hints *dst, const ts_hints *src, ts_error *err)
+{
+    *dst = *src;
+    dst->member = NULL;
+    dst->group = NULL;
+    dst->leader = NULL;
+    dst->text = NULL;
+    size_t nm = (size_t)src->nmembers, cells = nm * (size_t)src->nlevels;
+    dst->member = malloc(sizeof *dst->member * (nm ? nm : 1));
+    dst->group = malloc(sizeof *dst->group * (cells ? cells : 1));
+    dst->leader = malloc(cells ? cells : 1);
+    dst->text = malloc(src->text_len ? src->text_len : 1);
+    if (!dst->member || !dst->group || !dst->leader || !dst->text) {
+        ts_hints_free(dst);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    if (nm)
+        memcpy(dst->member, src->member, sizeof *dst->member * nm);
+    if (cells) {
+        memcpy(dst->group, src->group, sizeof *dst->group * cells);
+        memcpy(dst->leader, src->leader, cells);
+    }
+    if (src->text_len)
+        memcpy(dst->text, src->text, src->text_len);
+    dst->text_cap = src->text_len;
+    return TS_OK;
+}
+
+/* ---- the process's last lookup ---- */
+
+static struct {
+    pthread_mutex_t lock;
+    int valid;
+    char path[4096];
+    int rank;
+    char node[TS_HINTS_NODE_MAX];        /* "" for no node */
+    int has_node;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    int rc;                              /* TS_OK: h holds the result; else err holds it */
+    ts_hints h;
+    ts_error err;
+    unsigned long reads;
+} cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int cache_matches(const char *path, const ts_hints_select *sel, const struct stat *st)
+{
+    int rank = sel ? sel->rank : -1;
+    const char *node = sel ? sel->node : NULL;
+    return cache.valid && !strcmp(cache.path, path) && cache.rank == rank &&
+           cache.has_node == (node != NULL) && (!node || !strcmp(cache.node, node)) &&
+           cache.dev == st->st_dev && cache.ino == st->st_ino && cache.size == st->st_size &&
+           cache.mtime.tv_sec == st->st_mtim.tv_sec && cache.mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+static void cache_store(const char *path, const ts_hints_select *sel, const struct stat *st, int rc,
+                        ts_hints *h, const ts_error *err)
+{
+    if (cache.valid && cache.rc == TS_OK)
+        ts_hints_free(&cache.h);
+    cache.valid = 0;
+    const char *node = sel ? sel->node : NULL;
+    /* a path or node too long to keep is simply not kept */
+    if (strlen(path) >= sizeof cache.path || (node && strlen(node) >= sizeof cache.node))
+        return;
+    snprintf(cache.path, sizeof cache.path, "%s", path);
+    cache.rank = sel ? sel->rank : -1;
+    cache.has_node = node != NULL;
+    snprintf(cache.node, sizeof cache.node, "%s", node ? node : "");
+    cache.dev = st->st_dev;
+    cache.ino = st->st_ino;
+    cache.size = st->st_size;
+    cache.mtime = st->st_mtim;
+    cache.rc = rc;
+    if (rc == TS_OK)
+        cache.h = *h;                    /* the cache takes what was read; the caller gets a copy */
+    else
+        cache.err = *err;
+    cache.valid = 1;
+}
+
+int ts_hints_lookup(ts_hints *h, const char *path, const ts_hints_select *sel, ts_error *err)
+{
+    ts_error local;
+    if (!err)
+        err = &local;                    /* a refusal is kept with its message */
+    memset(h, 0, sizeof *h);
+    FILE *in = fopen(path, "rb");
+    if (!in)
+        return ts_fail(err, errno == ENOENT ? TS_EINPUT : TS_ESYS, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(in), &st) != 0) {
+        int e = errno;
+        fclose(in);
+        return ts_fail(err, TS_ESYS, "%s: %s", path, strerror(e));
+    }
+    pthread_mutex_lock(&cache.lock);
+    int rc;
+    if (cache_matches(path, sel, &st)) {
+        fclose(in);
+        if (cache.rc == TS_OK)
+            rc = ts_hints_copy(h, &cache.h, err);
+        else {
+            *err = cache.err;
+            rc = cache.rc;
+        }
+        pthread_mutex_unlock(&cache.lock);
+        return rc;
+    }
+    ts_hints fresh;
+    rc = ts_hints_parse_file(&fresh, in, path, sel, err);
+    fclose(in);
+    cache.reads++;
+    if (rc == TS_OK) {
+        rc = ts_hints_copy(h, &fresh, err);
+        if (rc == TS_OK)
+            cache_store(path, sel, &st, TS_OK, &fresh, err);
+        else
+            ts_hints_free(&fresh);
+    } else if (rc == TS_EINPUT || rc == TS_ELIMIT) {
+        cache_store(path, sel, &st, rc, NULL, err);
+    }
+    pthread_mutex_unlock(&cache.lock);
+    return rc;
+}
+
+unsigned long ts_hints_lookup_reads(void)
+{
+    pthread_mutex_lock(&cache.lock);
+    unsigned long n = cache.reads;
+    pthread_mutex_unlock(&cache.lock);
+    return n;
 }
 
 int ts_hints_level_index(const ts_hints *h, const char *name)

@@ -74,6 +74,19 @@ int ts_hints_parse_file(ts_hints *h, FILE *in, const char *src, const ts_hints_s
 /* Opens path; a missing file is TS_EINPUT ("PATH: No such file or directory"). */
 int ts_hints_load(ts_hints *h, const char *path, const ts_hints_select *sel, ts_error *err);
 void ts_hints_free(ts_hints *h);
+/* A deep copy of src into dst (freed with ts_hints_free). */
+int ts_hints_copy(ts_hints *dst, const ts_hints *src, ts_error *err);
+
+/* ts_hints_load with a selection, kept for the process: every rank of an mpirun job asks for
+ * its own entry once per level and per call of the hints helper, and reading up to rank 65 535
+ * of a 65 536-rank file takes the better part of a second. The first lookup reads the file;
+ * a later one for the same path and selection, while the file is the same (device, inode,
+ * size, modification time), returns a copy of what was read, or the same refusal (bad input
+ * only: a missing file, memory or I/O trouble are tried again). One entry, the last lookup;
+ * safe to call from several threads. *h is the caller's (ts_hints_free). */
+int ts_hints_lookup(ts_hints *h, const char *path, const ts_hints_select *sel, ts_error *err);
+/* How many times ts_hints_lookup has read a file in this process (for tests and benchmarks). */
+unsigned long ts_hints_lookup_reads(void);
 
 /* Level index by name, or -1; "job,leaf,node" into buf. */
 int ts_hints_level_index(const ts_hints *h, const char *name);

@@ -2,7 +2,8 @@
  * refuse or accept any input without crashing, leaking or reading out of bounds. A refusal names
  * the input and leaves nothing allocated; an accepted file is consistent (group ids inside their
  * level, one leader per group, members' strings inside the text), and a selection of a rank or
- * node it holds reads back exactly that member. */
+ * node it holds reads back exactly that member, and a copy (what ts_hints_lookup hands out) is
+ * equal to it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(leaders);
     for (int m = 0; m < h.nmembers; m++)
         check_member(&h, m);
+    {
+        /* what ts_hints_lookup hands out is a copy: the same members, groups and strings */
+        ts_hints c;
+        size_t cells = (size_t)h.nmembers * (size_t)h.nlevels;
+        if (ts_hints_copy(&c, &h, &err) != TS_OK)
+            abort();
+        if (c.nmembers != h.nmembers || c.text_len != h.text_len ||
+            (cells && (memcmp(c.group, h.group, sizeof(int) * cells) || memcmp(c.leader, h.leader, cells))) ||
+            (h.text_len && memcmp(c.text, h.text, h.text_len)) ||
+            (h.nmembers && memcmp(c.member, h.member, sizeof *c.member * (size_t)h.nmembers)))
+            abort();
+        for (int m = 0; m < c.nmembers; m++)
+            check_member(&c, m);
+        ts_hints_free(&c);
+    }
     if (h.nmembers > 0) {
         /* the last member again, selected: the same groups */
         int last = h.nmembers - 1;

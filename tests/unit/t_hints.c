@@ -198,6 +198,78 @@ static void test_load(void)
     unlink(path);
 }
 
+/* The process keeps its last lookup: the same rank again reads nothing, another rank, a
+ * changed file or a refusal behave as they must. */
+static void write_file(const char *path, const char *text)
+{
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    FILE *f = fopen(tmp, "w");
+    ok(f && fputs(text, f) >= 0 && fclose(f) == 0 && rename(tmp, path) == 0, "%s written", path);
+}
+
+static void test_lookup(void)
+{
+    setup s;
+    ts_policy p = policy(TS_PLACE_SPREAD, 0, 1, 1, 0);
+    run(&s, two_leaves, "2pack-2numa-8core-ht.xml", &p, 40);
+    char *spread = hints_text(&s, &p);
+    ts_groups spread_g = s.g;
+    memset(&s.g, 0, sizeof s.g);
+    ts_policy pc = policy(TS_PLACE_COMPACT, 0, 1, 1, 0);
+    ts_placement_free(&s.pl);
+    ts_place_options o = { 40, 0 };
+    ts_place(&s.h, &pc, &o, &s.pl, &s.err);
+    ts_groups_compute(&s.g, &s.h, &s.pl, &s.err);
+    char *compact = hints_text(&s, &pc);
+    char path[] = "/tmp/t_hints_lookup.XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    write_file(path, spread);
+    ts_hints h;
+    ts_error err;
+    unsigned long reads = ts_hints_lookup_reads();
+    ts_hints_select sel = { 39, NULL };
+    ok(ts_hints_lookup(&h, path, &sel, &err) == TS_OK && h.nmembers == 1 && same_member(&h, 0, &spread_g, 39),
+       "lookup of rank 39: its groups %s", err.text);
+    ts_hints_free(&h);
+    is_int((int)(ts_hints_lookup_reads() - reads), 1, "the first lookup reads the file");
+    int same = 1;
+    for (int i = 0; i < 5; i++) {
+        same = same && ts_hints_lookup(&h, path, &sel, &err) == TS_OK && h.nmembers == 1 &&
+               same_member(&h, 0, &spread_g, 39) && !strcmp(ts_hints_node(&h, 0), "n4") &&
+               h.nranks == 40 && !strcmp(h.kind, "spread");
+        ts_hints_free(&h);
+    }
+    ok(same, "five more lookups of rank 39: the same member, node and header");
+    is_int((int)(ts_hints_lookup_reads() - reads), 1, "and none of them read the file again");
+    sel.rank = 38;
+    ok(ts_hints_lookup(&h, path, &sel, &err) == TS_OK && same_member(&h, 0, &spread_g, 38), "rank 38");
+    ts_hints_free(&h);
+    is_int((int)(ts_hints_lookup_reads() - reads), 2, "another rank is read");
+    write_file(path, compact);
+    ok(ts_hints_lookup(&h, path, &sel, &err) == TS_OK && same_member(&h, 0, &s.g, 38) &&
+       !strcmp(h.kind, "compact"), "a file replaced under the same name: its new content");
+    ts_hints_free(&h);
+    is_int((int)(ts_hints_lookup_reads() - reads), 3, "read again");
+    sel.rank = 40;
+    int rc1 = ts_hints_lookup(&h, path, &sel, &err);
+    char first[TS_ERROR_TEXT_MAX];
+    snprintf(first, sizeof first, "%s", err.text);
+    int rc2 = ts_hints_lookup(&h, path, &sel, &err);
+    ok(rc1 == TS_EINPUT && rc2 == TS_EINPUT && strstr(first, "rank 40 is not in the file (40 ranks)") &&
+       !strcmp(first, err.text) && h.member == NULL, "a refusal is kept, with its message: %s", err.text);
+    is_int((int)(ts_hints_lookup_reads() - reads), 4, "and not read twice");
+    unlink(path);
+    ok(ts_hints_lookup(&h, path, &sel, &err) == TS_EINPUT && strstr(err.text, "No such file"),
+       "a file gone: %s", err.text);
+    is_int((int)(ts_hints_lookup_reads() - reads), 4, "nothing read");
+    free(spread);
+    free(compact);
+    ts_groups_free(&spread_g);
+    done(&s);
+}
+
 /* ---- broken files ---- */
 
 typedef struct bad_case {
@@ -281,6 +353,7 @@ int main(void)
     test_nodes();
     test_env();
     test_load();
+    test_lookup();
     test_broken();
     return done_testing();
 }
