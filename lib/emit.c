@@ -214,7 +214,8 @@ int ts_emit_hints_yaml(const ts_hierarchy *h, const ts_placement *pl, const ts_g
     if (!o)
         return TS_ENOMEM;
     ob_str(o, "# toposcope hints: the levels of the hierarchy, outermost first, each with a LogP\n"
-              "# estimate for messages between its groups (microseconds; null where not modelled),\n"
+              "# estimate for messages between its groups (microseconds; null where there is none,\n"
+              "# and reason says why),\n"
               "# and per rank its group id at every level (dense, rank 0 in group 0) and whether it\n"
               "# leads that group (it is the group's lowest rank), in the order of 'levels'.\n");
     ob_str(o, "version: 1\npolicy: \"");
@@ -248,6 +249,11 @@ int ts_emit_hints_yaml(const ts_hierarchy *h, const ts_placement *pl, const ts_g
         ob_int(o, lv->logp.pairs);
         ob_str(o, ", source: ");
         ob_str(o, lv->logp.source);
+        if (lv->logp.reason) {
+            ob_str(o, ", reason: \"");
+            ob_str(o, lv->logp.reason);
+            ob_str(o, "\"");
+        }
         ob_str(o, "}}\n");
     }
     int *ids = malloc(sizeof(int) * (size_t)g->nlevels);

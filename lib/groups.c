@@ -31,7 +31,7 @@ static void add_level(ts_groups *g, const char *name, ts_hier_kind kind, int hei
     snprintf(l->name, sizeof l->name, "%s", name);
     l->kind = kind;
     l->height = height;
-    l->logp = (ts_logp){ NAN, NAN, NAN, NAN, 0, "none" };
+    l->logp = (ts_logp){ NAN, NAN, NAN, NAN, 0, "none", NULL };
 }
 
 static int make_levels(ts_groups *g, const ts_fabric *f, int with_cores)
@@ -242,6 +242,66 @@ static int estimate_pair(const ts_fabric *f, const ts_model_params *mp, int a, i
     return TS_OK;
 }
 
+/* Groups of level l in which two members meet there: two members of the group in different
+ * groups of level l + 1 (the innermost level: any two members). */
+static int meeting_groups(const ts_groups *g, int l, int *count)
+{
+    int ng = g->level[l].ngroups, finer = l + 1 < g->nlevels;
+    int *first = malloc(sizeof(int) * (size_t)(ng + 1));   /* group -> the first member's finer group */
+    unsigned char *met = calloc((size_t)ng + 1, 1);
+    if (!first || !met) {
+        free(first);
+        free(met);
+        return TS_ENOMEM;
+    }
+    for (int x = 0; x < ng; x++)
+        first[x] = -1;
+    *count = 0;
+    for (int m = 0; m < g->nmembers; m++) {
+        const int *grp = g->group + (size_t)m * g->nlevels;
+        int x = grp[l], below = finer ? grp[l + 1] : m;
+        if (first[x] < 0)
+            first[x] = below;
+        else if (!met[x] && first[x] != below) {
+            met[x] = 1;
+            (*count)++;
+        }
+    }
+    free(first);
+    free(met);
+    return TS_OK;
+}
+
+/* An intra-node level: the model's intra_node values where a parameter file gives them. */
+static int intra_logp(ts_groups *g, int l, const ts_model_params *mp, ts_error *err)
+{
+    ts_level *lv = &g->level[l];
+    int k = 0;
+    while (k < TS_INTRA_LEVELS && strcmp(ts_intra_level_names[k], lv->name))
+        k++;
+    int npairs;
+    if (k == TS_INTRA_LEVELS)
+        return TS_OK;
+    if (meeting_groups(g, l, &npairs) != TS_OK)
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    if (npairs == 0) {
+        lv->logp.reason = "no two members of the job meet at this level";
+        return TS_OK;
+    }
+    double L = mp->intra_latency_us[k], o = mp->intra_overhead_us;
+    if (isnan(L) || isnan(o)) {
+        lv->logp.reason = "not measured (the node agents time messages between nodes only) and "
+                          "not modelled (give intra_node in --params, doc/params.md)";
+        return TS_OK;
+    }
+    lv->logp.L_us = L;
+    lv->logp.o_s_us = lv->logp.o_r_us = o;
+    lv->logp.g_us = o;
+    lv->logp.pairs = npairs;
+    lv->logp.source = "model";
+    return TS_OK;
+}
+
 int ts_groups_logp(ts_groups *g, const ts_hierarchy *h, const ts_model_params *mp, ts_error *err)
 {
     const ts_fabric *f = h->fabric;
@@ -256,6 +316,8 @@ int ts_groups_logp(ts_groups *g, const ts_hierarchy *h, const ts_model_params *m
         rc = ts_fail(err, TS_ENOMEM, "out of memory");
         goto out;
     }
+    for (int l = 0; l < g->nlevels; l++)      /* a second call starts afresh */
+        g->level[l].logp = (ts_logp){ NAN, NAN, NAN, NAN, 0, "none", NULL };
     for (int l = 0; l < g->nlevels && g->level[l].kind == TS_HK_SWITCH; l++) {
         ts_level *lv = &g->level[l];
         int finer_is_switch = l + 1 < g->nlevels && g->level[l + 1].kind == TS_HK_SWITCH;
@@ -284,14 +346,19 @@ int ts_groups_logp(ts_groups *g, const ts_hierarchy *h, const ts_model_params *m
             npairs++;
             done[grp] = 1;
         }
-        if (npairs == 0)
+        if (npairs == 0) {
+            lv->logp.reason = "no two nodes of the job meet at this level";
             continue;
+        }
         lv->logp.L_us = median(Ls, npairs);
         lv->logp.o_s_us = lv->logp.o_r_us = median(os, npairs);
         lv->logp.g_us = lv->logp.o_s_us + mp->flow_penalty_us;
         lv->logp.pairs = npairs;
         lv->logp.source = any_model ? "model" : "tree";
     }
+    for (int l = 0; l < g->nlevels && rc == TS_OK; l++)
+        if (g->level[l].kind != TS_HK_SWITCH)
+            rc = intra_logp(g, l, mp, err);
 out:
     free(first);
     free(done);

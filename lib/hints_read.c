@@ -19,7 +19,8 @@ enum { K_VERSION, K_POLICY, K_KIND, K_NRANKS, K_NNODES, K_CPUS, K_LEVELS, K_RANK
 static const char *const top_keys[] = { "version", "policy", "kind", "nranks", "nnodes",
                                         "cpus_per_rank", "levels", "ranks", "nodes", NULL };
 static const char *const level_keys[] = { "name", "depth", "groups", "logp", NULL };
-static const char *const logp_keys[] = { "L_us", "o_s_us", "o_r_us", "g_us", "pairs", "source", NULL };
+static const char *const logp_keys[] = { "L_us", "o_s_us", "o_r_us", "g_us", "pairs", "source",
+                                         "reason", NULL };
 static const char *const rank_keys[] = { "rank", "node", "slot", "cpus", "group", "leader", NULL };
 static const char *const node_keys[] = { "node", "group", "leader", NULL };
 static const char *const kinds[] = { "compact", "spread", "block", "measure-only", NULL };
@@ -144,7 +145,7 @@ static int read_logp(reader *r, int map, ts_hints_level *lv)
     const ts_ydoc *d = &r->d;
     if (d->v[map].type != TS_Y_MAP)
         return ts_ydoc_fail(d, map, r->err, "'logp' must be a mapping {L_us, o_s_us, o_r_us, g_us, "
-                            "pairs, source}, not %s", ts_ydoc_type_name(&d->v[map]));
+                            "pairs, source, reason}, not %s", ts_ydoc_type_name(&d->v[map]));
     int rc = ts_ydoc_check_keys(d, map, logp_keys, "'logp'", r->err);
     double *num[4] = { &lv->L_us, &lv->o_s_us, &lv->o_r_us, &lv->g_us };
     for (int k = 0; k < 4 && rc == TS_OK; k++) {
@@ -162,6 +163,9 @@ static int read_logp(reader *r, int map, ts_hints_level *lv)
     int k;
     if (rc == TS_OK && v >= 0 && (rc = ts_ydoc_choice(d, v, "source", sources, &k, r->err)) == TS_OK)
         snprintf(lv->source, sizeof lv->source, "%s", sources[k]);
+    v = ts_ydoc_get(d, map, "reason");
+    if (rc == TS_OK && v >= 0)
+        rc = ts_ydoc_name(d, v, "reason", lv->reason, sizeof lv->reason, r->err);
     return rc;
 }
 

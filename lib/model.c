@@ -20,12 +20,17 @@ enum { STREAM_HOST = 0x686f7374, STREAM_LINK = 0x6c696e6b };
 /* ------------------------------------------------------------------------------------------ */
 /* Profiles                                                                                   */
 
+const char *const ts_intra_level_names[TS_INTRA_LEVELS] = { "node", "package", "numa", "l3", "core" };
+
 static void set_common(ts_model_params *p, const char *name)
 {
     memset(p, 0, sizeof *p);
     snprintf(p->profile, sizeof p->profile, "%s", name);
     for (int i = 0; i < TS_MODEL_MAX_LEVELS; i++)
         p->level[i].latency_us = p->level[i].variation = NAN;
+    for (int i = 0; i < TS_INTRA_LEVELS; i++)
+        p->intra_latency_us[i] = NAN;
+    p->intra_overhead_us = NAN;
     p->host_variation = 0.05;
     p->link_variation = 0.10;
 }
@@ -171,6 +176,12 @@ static int params_validate(const ts_model_params *p, ts_error *err)
             return ts_fail(err, TS_EINPUT, "model parameters: level %d latency must be >= 0 and "
                            "variation in [0, 1)", k);
     }
+    for (int i = 0; i < TS_INTRA_LEVELS; i++)
+        if (!isnan(p->intra_latency_us[i]) && !in_range(p->intra_latency_us[i], R_NONNEG))
+            return ts_fail(err, TS_EINPUT, "model parameters: intra_node.latency_us.%s must be >= 0",
+                           ts_intra_level_names[i]);
+    if (!isnan(p->intra_overhead_us) && !in_range(p->intra_overhead_us, R_NONNEG))
+        return ts_fail(err, TS_EINPUT, "model parameters: intra_node.overhead_us must be >= 0");
     for (int i = 0; i < p->nlink_overrides; i++) {
         const ts_link_override *o = &p->link_overrides[i];
         if ((!isnan(o->latency_us) && !in_range(o->latency_us, R_NONNEG)) ||
@@ -304,6 +315,33 @@ static int apply_levels(yctx *c, const ts_ynode *y, ts_model_params *q)
     return TS_OK;
 }
 
+static int apply_intra(yctx *c, const ts_ynode *y, ts_model_params *q)
+{
+    static const char *const ikeys[] = { "latency_us", "overhead_us", NULL };
+    static const char *const lkeys[] = { "node", "package", "numa", "l3", "core", NULL };
+    const ts_ynode *v = c->d.v;
+    int rc = check_map(c, y, "'intra_node'", ikeys, "latency_us, overhead_us");
+    for (int k = y->first; k >= 0 && !rc; k = v[v[k].next].next) {
+        const ts_ynode *val = &v[v[k].next];
+        if (strcmp(v[k].text, "overhead_us") == 0) {
+            rc = get_number(c, val, "intra_node.overhead_us", R_NONNEG, &q->intra_overhead_us);
+            continue;
+        }
+        if ((rc = check_map(c, val, "intra_node.latency_us", lkeys,
+                            "node, package, numa, l3, core")))
+            return rc;
+        for (int j = val->first; j >= 0 && !rc; j = v[v[j].next].next) {
+            int lv = 0;
+            while (strcmp(lkeys[lv], v[j].text))
+                lv++;
+            char what[64];
+            snprintf(what, sizeof what, "intra_node.latency_us.%s", v[j].text);
+            rc = get_number(c, &v[v[j].next], what, R_NONNEG, &q->intra_latency_us[lv]);
+        }
+    }
+    return rc;
+}
+
 static int grow(yctx *c, void **arr, int *cap, int need, size_t elem)
 {
     if (need <= *cap)
@@ -414,11 +452,11 @@ static int apply_hosts(yctx *c, const ts_ynode *y, ts_model_params *q)
 static const char *const top_keys[] = {
     "profile", "host_overhead_us", "host_variation", "link_latency_us", "link_variation",
     "jitter", "outliers", "loss_probability", "timeout_us", "flow_penalty_us", "levels", "links",
-    "hosts", NULL
+    "hosts", "intra_node", NULL
 };
 #define TOP_KEYS_TEXT "profile, host_overhead_us, host_variation, link_latency_us, " \
     "link_variation, jitter, outliers, loss_probability, timeout_us, flow_penalty_us, levels, " \
-    "links, hosts"
+    "links, hosts, intra_node"
 
 static int apply_top(yctx *c, const ts_ynode *key, const ts_ynode *val, ts_model_params *q,
                      const ts_ynode **outliers_at)
@@ -473,6 +511,8 @@ static int apply_top(yctx *c, const ts_ynode *key, const ts_ynode *val, ts_model
         return apply_levels(c, val, q);
     if (strcmp(k, "links") == 0)
         return apply_links(c, val, q);
+    if (strcmp(k, "intra_node") == 0)
+        return apply_intra(c, val, q);
     return apply_hosts(c, val, q);
 }
 

@@ -23,7 +23,12 @@
  *       latencies when the tree has none
  *   g = o_s + flow_penalty_us (a second message in flight on the same link pays the model's
  *       per-flow penalty)
- * Intra-node levels are not modelled: their estimate is unknown (NAN). */
+ * Intra-node levels (node, package, numa, l3, core) have no measurement: the node agents time
+ * messages between nodes only. They come from the model when a parameter file gives its
+ * intra_node part (no profile does): L = intra_node.latency_us.<level>, o_s = o_r =
+ * intra_node.overhead_us, g = o_s (no link is shared inside a node), source "model", pairs the
+ * groups of the level in which two members meet there. Any level without an estimate is NAN
+ * with source "none" and a reason: no two members meet at that level, or no value exists. */
 #ifndef TOPOSCOPE_GROUPS_H
 #define TOPOSCOPE_GROUPS_H
 
@@ -39,6 +44,7 @@ typedef struct ts_logp {
     double L_us, o_s_us, o_r_us, g_us;   /* NAN: unknown */
     int pairs;                           /* groups the estimate comes from */
     const char *source;                  /* "tree", "model" or "none" */
+    const char *reason;                  /* why the values are NAN; NULL when they are not */
 } ts_logp;
 
 typedef struct ts_level {

@@ -10,7 +10,7 @@
  * Schema (version 1, as ts_emit_hints_yaml writes it): top-level keys version (required, 1),
  * policy, kind, nranks, nnodes, cpus_per_rank, levels (required, before the members), and
  * exactly one of ranks or nodes. A level: {name, depth, groups, logp: {L_us, o_s_us, o_r_us,
- * g_us, pairs, source}}, names of lowercase letters, digits and '_' (they become environment
+ * g_us, pairs, source, reason}}, names of lowercase letters, digits and '_' (they become environment
  * variable names), depth equal to its position. A rank: {rank, node, slot, cpus, group, leader},
  * ranks in order from 0; a node: {node, group, leader}. group and leader have one entry per
  * level. Consistency checked while streaming: group ids are dense and numbered in the order of
@@ -28,6 +28,7 @@
 #define TS_HINTS_VERSION 1
 #define TS_HINTS_NODE_MAX 256        /* node names (host names are at most 255 bytes) */
 #define TS_HINTS_MAX_BYTES (1UL << 30)
+#define TS_HINTS_REASON_MAX 256
 
 typedef struct ts_hints_level {
     char name[TS_LEVEL_NAME_MAX];
@@ -35,6 +36,7 @@ typedef struct ts_hints_level {
     double L_us, o_s_us, o_r_us, g_us;   /* NAN where the file says null */
     int pairs;
     char source[8];                      /* "tree", "model", "none" or "" */
+    char reason[TS_HINTS_REASON_MAX];    /* why there is no estimate; "" when none is given */
 } ts_hints_level;
 
 typedef struct ts_hints_member {

@@ -38,6 +38,10 @@ typedef struct ts_level_params {
     double variation;              /* NAN = profile default */
 } ts_level_params;
 
+/* Intra-node levels of the hierarchy (lib/groups.c), outermost first. */
+enum { TS_INTRA_NODE, TS_INTRA_PACKAGE, TS_INTRA_NUMA, TS_INTRA_L3, TS_INTRA_CORE, TS_INTRA_LEVELS };
+extern const char *const ts_intra_level_names[TS_INTRA_LEVELS];   /* "node", ... "core" */
+
 typedef struct ts_model_params {
     char profile[32];
     double host_overhead_us;       /* nominal per round trip */
@@ -51,6 +55,12 @@ typedef struct ts_model_params {
     double timeout_us;             /* cost of a lost probe */
     double flow_penalty_us;        /* per extra concurrent flow on a link, same direction */
     ts_level_params level[TS_MODEL_MAX_LEVELS];
+    /* Messages inside a node, for the LogP estimates of hints.yaml only (the simulator's probes
+     * run between nodes): one-way latency between two ranks whose closest common group is that
+     * level, and the software overhead per message on each side. NAN in every profile: the
+     * model has no intra-node part unless a parameter file gives one. */
+    double intra_latency_us[TS_INTRA_LEVELS];
+    double intra_overhead_us;
     int nlink_overrides, nhost_overrides;
     ts_link_override *link_overrides;
     ts_host_override *host_overrides;

@@ -68,6 +68,11 @@ static void test_round_trip(void)
     is_num(h.level[1].g_us, s.g.level[1].logp.g_us, 1e-4, "the leaf level's g");
     ok(h.level[1].pairs == s.g.level[1].logp.pairs && !strcmp(h.level[1].source, "model"), "pairs and source");
     ok(isnan(h.level[2].L_us) && !strcmp(h.level[2].source, "none"), "null (the node level) reads as unknown");
+    same = 1;
+    for (int l = 0; l < h.nlevels; l++)
+        same = same && !strcmp(h.level[l].reason, s.g.level[l].logp.reason ? s.g.level[l].logp.reason : "");
+    ok(same && h.level[2].reason[0] && !h.level[0].reason[0], "every level's reason reads back (%s: %s)",
+       h.level[2].name, h.level[2].reason);
     char list[256];
     ts_hints_level_list(&h, list, sizeof list);
     ok(!strcmp(list, "job,leaf,node,package,numa,l3,core"), "level list %s", list);
@@ -302,6 +307,7 @@ static void test_broken(void)
         { "version: 1\nlevels:\n  - {name: job, groups: 1, grups: 2}\n", "b.yaml:3:28", "unknown key 'grups' in a level (allowed: name, depth, groups, logp)" },
         { "version: 1\nlevels:\n  - {name: job, groups: 1, logp: {L_us: fast}}\n", "b.yaml:3:41", "'L_us' must be a number from 0 to 1e+09, got 'fast'" },
         { "version: 1\nlevels:\n  - {name: job, groups: 1, logp: {source: guess}}\n", "b.yaml:3:43", "'source' must be one of tree, model, none, got 'guess'" },
+        { "version: 1\nlevels:\n  - {name: job, groups: 1, logp: {reason: [a, b]}}\n", "b.yaml:3:43", "'reason' must be a non-empty name" },
         { HEAD "ranks:\n  - {rank: 1, node: a, group: [0, 0], leader: [1, 1]}\n", "b.yaml:6:12", "ranks must be listed in order from 0: expected rank 0, got 1" },
         { HEAD "ranks:\n  - {rank: 0, node: a, group: [0], leader: [1, 1]}\n", "b.yaml:6:31", "'group' has 1 values but there are 2 levels" },
         { HEAD "ranks:\n  - {rank: 0, node: a, group: 0, leader: [1, 1]}\n", "b.yaml:6:31", "'group' must be a list with one value per level, not a scalar" },

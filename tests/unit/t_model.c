@@ -137,6 +137,14 @@ static void test_yaml_good(void)
     is_num(p.loss_prob, 0.001, 0, "loss_probability");
     is_num(p.timeout_us, 2000, 0, "timeout_us");
     is_num(p.flow_penalty_us, 0.5, 0, "flow_penalty_us");
+    is_num(p.intra_overhead_us, 0.3, 0, "intra_node.overhead_us");
+    ok(p.intra_latency_us[TS_INTRA_NODE] == 0.9 && p.intra_latency_us[TS_INTRA_PACKAGE] == 0.6 &&
+       p.intra_latency_us[TS_INTRA_NUMA] == 0.45 && p.intra_latency_us[TS_INTRA_L3] == 0.25 &&
+       p.intra_latency_us[TS_INTRA_CORE] == 0.1, "intra_node.latency_us per level");
+    ts_model_params_free(&p);
+    ts_model_params_profile(&p, "infiniband", &err);
+    ok(isnan(p.intra_overhead_us) && isnan(p.intra_latency_us[TS_INTRA_NODE]) &&
+       isnan(p.intra_latency_us[TS_INTRA_CORE]), "no profile has intra-node values");
     ts_model_params_free(&p);
 
     ts_model_params_profile(&p, "ethernet", &err);
@@ -232,6 +240,9 @@ static void test_yaml_bad(void)
     expect_bad("bad_deep.yaml", TS_ELIMIT, "1:31", "nesting deeper than 8", NULL);
     expect_bad("bad_root.yaml", TS_EINPUT, "1:1", "must be a mapping", NULL);
     expect_bad("bad_nan.yaml", TS_EINPUT, "1:19", "'host_overhead_us' must be a number", ".nan");
+    expect_bad("bad_intra_level.yaml", TS_EINPUT, "2:27", "unknown key 'socket' in intra_node.latency_us",
+               "node, package, numa, l3, core");
+    expect_bad("bad_intra_negative.yaml", TS_EINPUT, "2:16", "'intra_node.overhead_us' must be >= 0", NULL);
 
     ts_model_params p;
     ts_error err;

@@ -339,7 +339,31 @@ static void test_emitters(void)
     is_num(s.g.level[0].logp.o_s_us, mp.host_overhead_us / 4, 1e-9, "o_s = host overhead / 4");
     is_num(s.g.level[0].logp.g_us, mp.host_overhead_us / 4 + mp.flow_penalty_us, 1e-9, "g = o_s + flow penalty");
     ok(!strcmp(s.g.level[0].logp.source, "tree") && s.g.level[1].logp.pairs == 2, "from the tree, one pair per leaf");
-    ok(isnan(s.g.level[2].logp.L_us) && !strcmp(s.g.level[2].logp.source, "none"), "intra-node levels are not modelled");
+    /* n1 and n3 hold two ranks each, on two cores under one L3: they meet at l3 only */
+    ok(isnan(s.g.level[5].logp.L_us) && !strcmp(s.g.level[5].logp.source, "none") &&
+       s.g.level[5].logp.reason && strstr(s.g.level[5].logp.reason, "not measured") &&
+       strstr(s.g.level[5].logp.reason, "intra_node"),
+       "l3 without intra_node in the model: null, and the reason names what to give: %s", s.g.level[5].logp.reason);
+    ok(isnan(s.g.level[2].logp.L_us) && s.g.level[2].logp.reason &&
+       !strcmp(s.g.level[2].logp.reason, "no two members of the job meet at this level") &&
+       s.g.level[6].logp.reason && !strcmp(s.g.level[6].logp.reason, s.g.level[2].logp.reason),
+       "node and core: no two ranks meet there (one package; no shared core)");
+    ok(s.g.level[0].logp.reason == NULL && s.g.level[1].logp.reason == NULL, "levels with an estimate give no reason");
+    ts_model_params mi = mp;
+    for (int k = 0; k < TS_INTRA_LEVELS; k++)
+        mi.intra_latency_us[k] = 0.1 * (TS_INTRA_LEVELS - k);
+    mi.intra_overhead_us = 0.25;
+    ok(ts_groups_logp(&s.g, &s.h, &mi, &err) == TS_OK, "LogP with the model's intra_node values");
+    is_num(s.g.level[5].logp.L_us, 0.2, 1e-9, "l3: L = intra_node.latency_us.l3");
+    ok(s.g.level[5].logp.o_s_us == 0.25 && s.g.level[5].logp.o_r_us == 0.25 && s.g.level[5].logp.g_us == 0.25 &&
+       !strcmp(s.g.level[5].logp.source, "model") && s.g.level[5].logp.pairs == 2 && !s.g.level[5].logp.reason,
+       "o_s = o_r = g = intra_node.overhead_us, source model, 2 pairs (n1, n3)");
+    ok(isnan(s.g.level[3].logp.L_us) && s.g.level[3].logp.reason && isnan(s.g.level[6].logp.L_us),
+       "package and core stay null: no pair of ranks meets there, whatever the model says");
+    mi.intra_overhead_us = NAN;
+    ts_groups_logp(&s.g, &s.h, &mi, &err);
+    ok(isnan(s.g.level[5].logp.L_us) && s.g.level[5].logp.reason, "latency without overhead: still null");
+    ts_groups_logp(&s.g, &s.h, &mp, &err);
     for (int i = 0; i < s.f.nvert; i++)
         s.f.v[i].link_us = NAN;
     ts_groups_logp(&s.g, &s.h, &mp, &err);
