@@ -18,37 +18,17 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 . "$REPO/tests/testbed/lib.sh"
 
-PROLOG=$TB_BUILD/bin/toposcope-prolog
+PROLOG=$TB_PROLOG
 TREECMP=$TB_BUILD/bin/toposcope-treecmp
 PARAMS=$REPO/etc/demo/params.yaml
 BUDGET=5000          # ms, the healthy runs
 FAULT_BUDGET=3000    # ms, the runs where something is broken
 GRACE=200            # ms the issue allows past the budget
-PORT_BASE=47000 PORT_SPAN=1000
 
 tb_tap_begin 45 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
 command -v python3 >/dev/null || { echo "Bail out! python3 is needed to forge datagrams"; exit 1; }
 
 # ---- helpers ------------------------------------------------------------------------------------
-# launch JOB BUDGET NODELIST [ARGS...]: one agent per node of NODELIST (comma-separated, plain
-# names), all at once; each records "exit-status wall-ms" in $work/JOB/NODE.rc. Sets $pids.
-launch() {
-  local job=$1 budget=$2 list=$3 nd
-  shift 3
-  mkdir -p "$work/$job"
-  pids=()
-  for nd in ${list//,/ }; do
-    ( s=$(date +%s%N)
-      ip netns exec "$(tb_ns "$nd")" "$PROLOG" --job "$job" --nodes "$list" --self "$nd" \
-        --budget-ms "$budget" --spool "$work/$job/$nd" --port-base $PORT_BASE --port-span $PORT_SPAN \
-        -v "$@" > "$work/$job/$nd.log" 2>&1 &
-      echo $! > "$work/$job/$nd.pid"
-      wait $!
-      echo "$? $(( ($(date +%s%N) - s) / 1000000 ))" > "$work/$job/$nd.rc" ) 9>&- 2>/dev/null &
-    pids+=($!)
-  done
-}
-finish() { local p; for p in "${pids[@]}"; do wait "$p"; done; }
 
 # all_within JOB BUDGET NODELIST: every agent exited 0 within BUDGET + GRACE ms
 all_within() {
@@ -66,20 +46,10 @@ slowest() {   # JOB NODELIST -> the longest wall time in ms
   for nd in ${2//,/ }; do read -r rc ms < "$work/$1/$nd.rc"; [ "$ms" -gt $max ] && max=$ms; done
   echo $max
 }
-spool() { echo "$work/$1/$2/$1"; }                 # JOB NODE -> the job's spool directory
 field() { sed -n "s/^$2: //p" "$1" | head -1 | tr -d '"'; }   # FILE KEY
-# same_everywhere JOB NODELIST FILE: FILE identical on every node
-same_everywhere() {
-  local first="" nd
-  for nd in ${2//,/ }; do
-    [ -f "$(spool "$1" "$nd")/$3" ] || { echo "$nd: no $3"; return 1; }
-    if [ -z "$first" ]; then first=$(spool "$1" "$nd")/$3
-    elif ! cmp -s "$first" "$(spool "$1" "$nd")/$3"; then echo "$nd: $3 differs"; return 1; fi
-  done
-}
 statuses() {  # JOB NODELIST -> "node:status" per node
   local nd
-  for nd in ${2//,/ }; do echo "$nd:$(field "$(spool "$1" "$nd")/status.yaml" status)"; done
+  for nd in ${2//,/ }; do echo "$nd:$(field "$(tb_agent_spool "$1" "$nd")/status.yaml" status)"; done
 }
 
 # What the nodes' own stacks add to a round trip here, under the load the agents' link stage
@@ -120,17 +90,17 @@ host_overhead() {   # PORT PAIRS... (A:B)
 check_exact() {
   local job=$1 list=$2 fabric=$3 label=$4 first=${2%%,*}
   local rc
-  same_everywhere "$job" "$list" tree.yaml > "$work/same.out" 2>&1 &&
-    same_everywhere "$job" "$list" links.yaml >> "$work/same.out" 2>&1
+  tb_agents_same_file "$job" "$list" tree.yaml > "$work/same.out" 2>&1 &&
+    tb_agents_same_file "$job" "$list" links.yaml >> "$work/same.out" 2>&1
   rc=$?
   ok $rc "$label: every agent wrote the same tree.yaml and links.yaml"
   [ $rc -eq 0 ] || diag < "$work/same.out"
-  "$TREECMP" --host-us "$host_us" "$fabric" "$PARAMS" "$(spool "$job" "$first")/tree.yaml" \
-    "$(spool "$job" "$first")/links.yaml" > "$work/$job.cmp" 2>&1
+  "$TREECMP" --host-us "$host_us" "$fabric" "$PARAMS" "$(tb_agent_spool "$job" "$first")/tree.yaml" \
+    "$(tb_agent_spool "$job" "$first")/links.yaml" > "$work/$job.cmp" 2>&1
   grep -q '^tree_exact: true' "$work/$job.cmp"
   rc=$?
   ok $rc "$label: the tree is exactly the fabric's"
-  [ $rc -eq 0 ] || { diag < "$work/$job.cmp"; diag < "$(spool "$job" "$first")/topology.conf"; }
+  [ $rc -eq 0 ] || { diag < "$work/$job.cmp"; diag < "$(tb_agent_spool "$job" "$first")/topology.conf"; }
   # access links (named by their node) at ACCESS_TOL, uplinks at UPLINK_TOL (both 10% unless set)
   local worst_a worst_u nlinks
   worst_a=$(awk '$1 == "link" && $2 ~ /^node/ && $8 > w { w = $8 } END { print w + 0 }' "$work/$job.cmp")
@@ -152,8 +122,8 @@ host_us=$(host_overhead 7300 node1:node2 node3:node4 node5:node6 node7:node8)
 [ -n "$host_us" ]
 ok $? "the nodes' stacks add ${host_us:-?} us to a round trip on this testbed (udping, 4 same-leaf pairs at once)"
 
-launch 501 $BUDGET "$N8"
-finish
+tb_agents_launch 501 $BUDGET "$N8"
+tb_agents_wait
 all_within 501 $BUDGET "$N8" > "$work/w.out"
 ok $? "8 nodes: every agent finished within $BUDGET + $GRACE ms (slowest $(slowest 501 "$N8") ms)"
 diag < "$work/w.out"
@@ -162,22 +132,22 @@ ok "$st" "8 nodes: status measured on every node"
 # Two CPUs carry eight agents and the emulator: one run in a few scatters an access link past
 # the bound. A second job, measured afresh, is held to the same bound, and the first is named.
 job8=501
-"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(spool 501 node1)/tree.yaml" \
-  "$(spool 501 node1)/links.yaml" > "$work/501.pre" 2>&1
+"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(tb_agent_spool 501 node1)/tree.yaml" \
+  "$(tb_agent_spool 501 node1)/links.yaml" > "$work/501.pre" 2>&1
 if ! awk -v t="${ACCESS_TOL:-0.10}" '$1 == "link" && $8 > t { bad = 1 } END { exit bad }' "$work/501.pre"; then
   echo "# 8 nodes: job 501 had a link past the bound; measuring again as job 502"
-  launch 502 $BUDGET "$N8"
-  finish
+  tb_agents_launch 502 $BUDGET "$N8"
+  tb_agents_wait
   job8=502
 fi
 check_exact $job8 "$N8" "$FABRIC" "8 nodes"
-s1=$(spool $job8 node1)/status.yaml
+s1=$(tb_agent_spool $job8 node1)/status.yaml
 for k in rendezvous_ms discovery_ms link_plan_ms link_measure_ms distribution_ms leader_ms; do
   echo "# 8 nodes $k: $(field "$s1" $k)"
 done
 
 # the spool: made by the agent, 0750 root, files 0640, and a symlink in place of a file is not followed
-d=$(spool 501 node3)
+d=$(tb_agent_spool 501 node3)
 [ "$(stat -c '%a %u' "$d")" = "750 0" ] &&
   [ "$(stat -c '%a' "$d"/tree.yaml "$d"/topology.conf "$d"/links.yaml "$d"/status.yaml | sort -u)" = 640 ]
 ok $? "spool: the job directory is 0750 root, its files 0640"
@@ -191,42 +161,42 @@ ok $? "spool: a symlink where the job directory goes is refused, not followed (e
 
 # ---- a dead node --------------------------------------------------------------------------------
 tb_ctl inject dead:node8 > /dev/null
-launch 511 $FAULT_BUDGET "$N8"
-finish
+tb_agents_launch 511 $FAULT_BUDGET "$N8"
+tb_agents_wait
 tb_ctl clear > /dev/null
 all_within 511 $FAULT_BUDGET "$N8" > "$work/w.out"
 ok $? "dead node8: every agent finished within $FAULT_BUDGET + $GRACE ms (slowest $(slowest 511 "$N8") ms)"
 diag < "$work/w.out"
-s=$(spool 511 node1)/status.yaml
+s=$(tb_agent_spool 511 node1)/status.yaml
 [ "$(field "$s" status)" = partial ] && grep -q '^unreachable: \["node8"\]' "$s" && field "$s" reason | grep -q node8
 ok $? "dead node8: the leader says partial, node8 unreachable: $(field "$s" reason)"
-grep -q 'node8' "$(spool 511 node3)/topology.conf" && grep -q 'SwitchName=unreachable Nodes=node8' "$(spool 511 node3)/topology.conf"
+grep -q 'node8' "$(tb_agent_spool 511 node3)/topology.conf" && grep -q 'SwitchName=unreachable Nodes=node8' "$(tb_agent_spool 511 node3)/topology.conf"
 ok $? "dead node8: the others' topology.conf places node8 under 'unreachable' (hostlist order)"
-s=$(spool 511 node8)/status.yaml
+s=$(tb_agent_spool 511 node8)/status.yaml
 [ "$(field "$s" status)" = fallback ] && field "$s" reason | grep -q 'never answered'
 ok $? "dead node8: node8 itself falls back: $(field "$s" reason)"
 
 # ---- 20% loss on one link -----------------------------------------------------------------------
 tb_ctl inject loss:node3:20% > /dev/null
-launch 521 $BUDGET "$N8"
-finish
+tb_agents_launch 521 $BUDGET "$N8"
+tb_agents_wait
 tb_ctl clear > /dev/null
 all_within 521 $BUDGET "$N8" > "$work/w.out"
 ok $? "20% loss on node3's link: every agent finished within $BUDGET + $GRACE ms (slowest $(slowest 521 "$N8") ms)"
 diag < "$work/w.out"
-s=$(spool 521 node1)/status.yaml
+s=$(tb_agent_spool 521 node1)/status.yaml
 lost=$(field "$s" lost)
 st=$(field "$s" status)
 { [ "$st" = measured ] || [ "$st" = partial ]; } && [ "${lost:-0}" -gt 0 ] && grep -q '^unreachable: \[\]' "$s"
 ok $? "20% loss: status $st, $lost probes lost and counted, no node given up: $(field "$s" reason)"
-"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(spool 521 node5)/tree.yaml" "$(spool 521 node5)/links.yaml" | grep -q '^tree_exact: true'
+"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(tb_agent_spool 521 node5)/tree.yaml" "$(tb_agent_spool 521 node5)/links.yaml" | grep -q '^tree_exact: true'
 ok $? "20% loss: the tree is still exactly the fabric's"
 
 # ---- the leader killed mid-run ------------------------------------------------------------------
-launch 531 $FAULT_BUDGET "$N8"
+tb_agents_launch 531 $FAULT_BUDGET "$N8"
 sleep 0.4
 kill -KILL "$(cat "$work/531/node1.pid")" 2>/dev/null
-finish
+tb_agents_wait
 read -r rc ms < "$work/531/node1.rc"
 ok $([ "$rc" = 137 ]; echo $?) "leader killed: node1's agent was killed mid-run (exit $rc after $ms ms)"
 all_within 531 $FAULT_BUDGET "${N8#node1,}" > "$work/w.out"
@@ -234,12 +204,12 @@ ok $? "leader killed: every other agent finished within $FAULT_BUDGET + $GRACE m
 diag < "$work/w.out"
 bad=0
 for nd in $(echo "${N8#node1,}" | tr , ' '); do
-  s=$(spool 531 "$nd")/status.yaml
+  s=$(tb_agent_spool 531 "$nd")/status.yaml
   { [ "$(field "$s" status)" = fallback ] && field "$s" reason | grep -q 'stopped answering'; } || { echo "$nd: $(field "$s" status): $(field "$s" reason)"; bad=1; }
 done > "$work/k.out"
 ok $bad "leader killed: the others fall back, saying the leader stopped answering"
 diag < "$work/k.out"
-grep -q 'SwitchName=fallback Nodes=node\[1-8\]' "$(spool 531 node4)/topology.conf"
+grep -q 'SwitchName=fallback Nodes=node\[1-8\]' "$(tb_agent_spool 531 node4)/topology.conf"
 ok $? "leader killed: the fallback tree keeps hostlist order"
 
 # ---- bad datagrams at the leader ----------------------------------------------------------------
@@ -264,14 +234,14 @@ for i in range(50):
     s.sendto(hdr(RESULT, job, 1, 68, 3000 + i) + os.urandom(1300), (host, port))           # oversized
     s.sendto(os.urandom(1 + i * 7), (host, port))                                          # random
 EOF
-launch 541 $BUDGET "$N8"
+tb_agents_launch 541 $BUDGET "$N8"
 sleep 0.15
-ip netns exec "$(tb_ns node2)" python3 "$work/forge.py" node1 $((PORT_BASE + 541 % PORT_SPAN)) 541 9>&-
+ip netns exec "$(tb_ns node2)" python3 "$work/forge.py" node1 $((TB_AGENT_PORT_BASE + 541 % TB_AGENT_PORT_SPAN)) 541 9>&-
 ok $? "forged 251 datagrams at the leader of job 541"
-finish
+tb_agents_wait
 all_within 541 $BUDGET "$N8" > /dev/null
 ok $? "bad datagrams: every agent still finished in time"
-s=$(spool 541 node1)/status.yaml
+s=$(tb_agent_spool 541 node1)/status.yaml
 lw=$(grep '^leader_wire:' "$s")
 echo "# $lw"
 num() { echo "$lw" | sed -n "s/.* $1: \([0-9]*\).*/\1/p"; }
@@ -279,16 +249,16 @@ num() { echo "$lw" | sed -n "s/.* $1: \([0-9]*\).*/\1/p"; }
 ok $? "bad datagrams: the leader counted them (auth $(num auth), job $(num job), length $(num length), dropped $(num dropped))"
 [ "$(field "$s" status)" = measured ]
 ok $? "bad datagrams: the measurement is unharmed (status $(field "$s" status))"
-"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(spool 541 node1)/tree.yaml" "$(spool 541 node1)/links.yaml" | grep -q '^tree_exact: true'
+"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(tb_agent_spool 541 node1)/tree.yaml" "$(tb_agent_spool 541 node1)/links.yaml" | grep -q '^tree_exact: true'
 ok $? "bad datagrams: the tree is still exact"
 
 # ---- two jobs at once on overlapping nodes ------------------------------------------------------
 A=node1,node2,node3,node5,node6,node7 B=node3,node4,node5,node7,node8,node2
-launch 551 $BUDGET "$A"
-pa=("${pids[@]}")
-launch 552 $BUDGET "$B"
-pids+=("${pa[@]}")
-finish
+tb_agents_launch 551 $BUDGET "$A"
+pa=("${tb_agent_pids[@]}")
+tb_agents_launch 552 $BUDGET "$B"
+tb_agent_pids+=("${pa[@]}")
+tb_agents_wait
 all_within 551 $BUDGET "$A" > "$work/w.out" && all_within 552 $BUDGET "$B" >> "$work/w.out"
 ok $? "two jobs on 4 shared nodes: every agent of both finished within $BUDGET + $GRACE ms"
 diag < "$work/w.out"
@@ -312,8 +282,8 @@ ok $? "16 nodes: the stacks add ${h16:-?} us to a round trip (8 same-leaf pairs 
 # allpairs: the fast method merges the two pods of this fabric in simulation as well
 # (toposcope sim --fabric tests/data/agents/fabric16.conf: tree_exact false), a limit of
 # lib/fast.c on 3-level trees, not of the agents; allpairs is exact there.
-launch 561 $BUDGET "$N16" --method allpairs
-finish
+tb_agents_launch 561 $BUDGET "$N16" --method allpairs
+tb_agents_wait
 all_within 561 $BUDGET "$N16" > "$work/w.out"
 ok $? "16 nodes: every agent finished within $BUDGET + $GRACE ms (slowest $(slowest 561 "$N16") ms)"
 diag < "$work/w.out"
@@ -322,7 +292,7 @@ ok "$(statuses 561 "$N16" | grep -vc ':measured$')" "16 nodes: status measured o
 # same test put the worst link at 4% to 14% from the configured delay (the 8-node runs stay
 # under 10%), so 16 nodes are held to 20% here; on real nodes each agent has its own CPUs.
 ACCESS_TOL=0.20 UPLINK_TOL=0.20 check_exact 561 "$N16" "$FABRIC" "16 nodes"
-s1=$(spool 561 node1)/status.yaml
+s1=$(tb_agent_spool 561 node1)/status.yaml
 for k in rendezvous_ms discovery_ms link_plan_ms link_measure_ms distribution_ms leader_ms; do
   echo "# 16 nodes $k: $(field "$s1" $k)"
 done

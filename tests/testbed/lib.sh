@@ -216,3 +216,38 @@ tb_tap_begin() {   # PLAN HINT PROGRAM...
     [ -x "$bin" ] || { echo "Bail out! $bin is missing ($hint)"; exit 1; }
   done
 }
+
+# The node agents (toposcope-prolog) as the job prolog starts them: one per node of NODELIST
+# (comma-separated, plain names), each in its node's namespace, all at once. Agent NODE of job
+# JOB spools into $work/JOB/NODE, logs to $work/JOB/NODE.log and records "exit-status wall-ms"
+# in $work/JOB/NODE.rc; tb_agent_pids holds the launchers. ARGS go to every agent.
+#   tb_agents_launch JOB BUDGET-MS NODELIST [ARGS...];  tb_agents_wait
+TB_PROLOG=$TB_BUILD/bin/toposcope-prolog
+TB_AGENT_PORT_BASE=47000 TB_AGENT_PORT_SPAN=1000
+tb_agents_launch() {
+  local job=$1 budget=$2 list=$3 nd
+  shift 3
+  mkdir -p "$work/$job"
+  tb_agent_pids=()
+  for nd in ${list//,/ }; do
+    ( s=$(date +%s%N)
+      ip netns exec "$(tb_ns "$nd")" "$TB_PROLOG" --job "$job" --nodes "$list" --self "$nd" \
+        --budget-ms "$budget" --spool "$work/$job/$nd" --port-base $TB_AGENT_PORT_BASE \
+        --port-span $TB_AGENT_PORT_SPAN -v "$@" > "$work/$job/$nd.log" 2>&1 &
+      echo $! > "$work/$job/$nd.pid"
+      wait $!
+      echo "$? $(( ($(date +%s%N) - s) / 1000000 ))" > "$work/$job/$nd.rc" ) 9>&- 2>/dev/null &
+    tb_agent_pids+=($!)
+  done
+}
+tb_agents_wait() { local p; for p in "${tb_agent_pids[@]}"; do wait "$p"; done; }
+tb_agent_spool() { echo "$work/$1/$2/$1"; }   # JOB NODE -> the job's spool directory there
+# tb_agents_same_file JOB NODELIST FILE: FILE identical in every agent's spool
+tb_agents_same_file() {
+  local first="" nd
+  for nd in ${2//,/ }; do
+    [ -f "$(tb_agent_spool "$1" "$nd")/$3" ] || { echo "$nd: no $3"; return 1; }
+    if [ -z "$first" ]; then first=$(tb_agent_spool "$1" "$nd")/$3
+    elif ! cmp -s "$first" "$(tb_agent_spool "$1" "$nd")/$3"; then echo "$nd: $3 differs"; return 1; fi
+  done
+}
