@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The epilog recorder on the emulated cluster (etc/demo: 8 nodes, 2 leaves of 4, 200 us links).
 # The SPANK plugin is not on main yet, so each job is what its prolog and epilog will run:
-# toposcope-prolog in every node's namespace at once (as tests/testbed-agents.t does), then
+# toposcope-prolog in every node's namespace at once (tb_agents_launch, as tests/testbed-agents.t), then
 # toposcope-epilog on every node. Three healthy jobs build the baseline (toposcope report
 # --update-baseline); then node3's access link is slowed in the emulator (fabctl inject
 # degrade:node3:+100%) between jobs:
@@ -13,34 +13,29 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 . "$REPO/tests/testbed/lib.sh"
 
-PROLOG=$TB_BUILD/bin/toposcope-prolog
 EPILOG=$TB_BUILD/bin/toposcope-epilog
 TOPOSCOPE=$TB_BUILD/bin/toposcope
 FABRIC=$REPO/etc/demo/topology.conf
 PARAMS=$REPO/etc/demo/params.yaml
 BUDGET=4000
-PORT_BASE=47000 PORT_SPAN=1000
 
-tb_tap_begin 13 "make" "$TB_FABEMU" "$PROLOG" "$EPILOG" "$TOPOSCOPE"
+tb_tap_begin 13 "make" "$TB_FABEMU" "$TB_PROLOG" "$EPILOG" "$TOPOSCOPE"
 tb_test_up testbed-epilog 6 "$FABRIC" "$PARAMS" "up: 8 nodes on etc/demo"
 N8=$("$TB_FABEMU" --list-nodes --fabric "$FABRIC" | paste -sd,)
-mkdir -p "$work/rec" "$work/spool"
+mkdir -p "$work/rec"
 # Thresholds for this testbed: links of 200 us, run-to-run scatter of a few us per link on two
 # shared CPUs; a link must be 25% and 40 us slower (and 5 standard deviations) to be flagged.
 printf 'placement:\n  kind: measure-only\nanomaly:\n  threshold_pct: 25\n  threshold_us: 40\n' > "$work/policy.yaml"
 
-# job JOB: the prolog on every node at once, then the epilog on every node (leader node1)
+# job JOB: the prolog on every node at once (tb_agents_launch), then the epilog on every node
+# (leader node1), each with its node's spool
 job() {
-  local job=$1 nd pids=()
-  for nd in ${N8//,/ }; do
-    ip netns exec "$(tb_ns "$nd")" "$PROLOG" --job "$job" --nodes "$N8" --self "$nd" --budget-ms $BUDGET \
-      --spool "$work/spool/$nd" --port-base $PORT_BASE --port-span $PORT_SPAN > "$work/prolog-$job-$nd.log" 2>&1 9>&- &
-    pids+=($!)
-  done
-  wait "${pids[@]}"
+  local job=$1 nd
+  tb_agents_launch "$job" $BUDGET "$N8"
+  tb_agents_wait
   for nd in ${N8//,/ }; do
     ip netns exec "$(tb_ns "$nd")" "$EPILOG" --job "$job" --nodes "$N8" --self "$nd" --uid 0 \
-      --spool "$work/spool/$nd" --records "$work/rec" --topology "$FABRIC" --policy "$work/policy.yaml" \
+      --spool "$work/$job/$nd" --records "$work/rec" --topology "$FABRIC" --policy "$work/policy.yaml" \
       ${BASELINE:+--baseline "$BASELINE"} --no-actions --log-stderr >> "$work/epilog-$job.log" 2>&1 9>&-
   done
 }
@@ -51,8 +46,8 @@ for j in 601 602 603; do job $j; done
 ok $? "three healthy jobs recorded (one record per job, by its leader)"
 grep -q '^  - {link: "node3", kind: access, est_us: [0-9]' "$work/rec/job-601.yaml"
 ok $? "a record holds the prolog's link estimates"
-[ $? -eq 0 ] || { diag < "$work/rec/job-601.yaml"; tail -5 "$work/prolog-601-node1.log" | diag; }
-left=$(find "$work/spool" -mindepth 2 -maxdepth 2 | wc -l)
+[ $? -eq 0 ] || { diag < "$work/rec/job-601.yaml"; tail -5 "$work/601/node1.log" | diag; }
+left=$(for j in 601 602 603; do for nd in ${N8//,/ }; do [ -e "$(tb_agent_spool $j "$nd")" ] && echo "$j/$nd"; done; done | wc -l)
 [ "$left" -eq 0 ]; ok $? "every node's spool directory removed by its epilog ($left left)"
 "$TOPOSCOPE" report --records "$work/rec" --update-baseline "$work/baseline.yaml" > "$work/r0" 2>&1
 grep -q '{link: "node3", kind: access, .*count: 3}' "$work/baseline.yaml"
