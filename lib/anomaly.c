@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/anomaly.h"
+#include "toposcope/emit.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/treeyaml.h"
@@ -583,21 +584,6 @@ int ts_baseline_builder_finish(ts_baseline_builder *bb, ts_baseline *b, ts_error
     return TS_OK;
 }
 
-void ts_yaml_write_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(out, "\\x%02x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 int ts_baseline_write(const ts_baseline *b, FILE *out)
 {
     fprintf(out, "# toposcope baseline: per link the median of earlier one-way estimates (us), their\n"
@@ -607,7 +593,7 @@ int ts_baseline_write(const ts_baseline *b, FILE *out)
     for (int i = 0; i < b->n; i++) {
         const ts_baseline_link *l = &b->l[i];
         fprintf(out, "  - {link: ");
-        ts_yaml_write_string(out, l->id);
+        ts_emit_yaml_string(out, l->id);
         fprintf(out, ", kind: %s, median_us: %.4f, mad_us: %.4f, se_us: %.4f, count: %d}\n",
                 l->access ? "access" : "uplink", l->median_us, l->mad_us, l->se_us, l->count);
     }
@@ -887,7 +873,7 @@ int ts_anomalies_write_yaml(const ts_anomaly_list *l, FILE *out)
     for (int i = 0; i < l->n; i++) {
         const ts_anomaly *a = &l->a[i];
         fprintf(out, "  - {link: ");
-        ts_yaml_write_string(out, a->id);
+        ts_emit_yaml_string(out, a->id);
         fprintf(out, ", kind: %s, reason: %s", a->access ? "access" : "uplink",
                 a->kind == TS_ANOMALY_UNREACHABLE ? "unreachable" : a->kind == TS_ANOMALY_LOSS ? "loss" : "slow");
         num_or_null(out, "expected_us", a->expected_us);

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "toposcope/emit.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/record.h"
 #include "ydoc.h"
@@ -75,28 +76,28 @@ int ts_record_write(const ts_record *r, FILE *out)
 {
     fprintf(out, "# toposcope record: one job's per-link latencies and link anomalies (toposcope-epilog(8))\n");
     fprintf(out, "toposcope_record: %d\njob: ", TS_RECORD_VERSION);
-    ts_yaml_write_string(out, r->job);
+    ts_emit_yaml_string(out, r->job);
     fprintf(out, "\nuser: ");
-    ts_yaml_write_string(out, r->user);
+    ts_emit_yaml_string(out, r->user);
     if (r->uid >= 0)
         fprintf(out, "\nuid: %ld", r->uid);
     else
         fprintf(out, "\nuid: null");
     fprintf(out, "\ntime: %lld\nstatus: ", (long long)r->time);
-    ts_yaml_write_string(out, r->status[0] ? r->status : "unknown");
+    ts_emit_yaml_string(out, r->status[0] ? r->status : "unknown");
     fprintf(out, "\nnodes: ");
-    ts_yaml_write_string(out, r->nodes ? r->nodes : "");
+    ts_emit_yaml_string(out, r->nodes ? r->nodes : "");
     fprintf(out, "\ntree: {switches: %d, depth: %d, leaf_groups: [", r->switches, r->depth);
     for (int i = 0; i < r->ngroups; i++) {
         if (i)
             fputs(", ", out);
-        ts_yaml_write_string(out, r->leaf_groups[i]);
+        ts_emit_yaml_string(out, r->leaf_groups[i]);
     }
     fprintf(out, "]}\nlinks:%s\n", r->links.n ? "" : " []");
     for (int i = 0; i < r->links.n; i++) {
         const ts_link_obs *o = &r->links.o[i];
         fprintf(out, "  - {link: ");
-        ts_yaml_write_string(out, o->id);
+        ts_emit_yaml_string(out, o->id);
         fprintf(out, ", kind: %s", o->access ? "access" : "uplink");
         num(out, "est_us", o->est_us);
         num(out, "lo_us", o->lo_us);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "toposcope/anomaly.h"
+#include "toposcope/emit.h"
 #include "toposcope/fabric.h"
 #include "toposcope/record.h"
 #include "toposcope/report.h"
@@ -285,7 +286,7 @@ static void print_structured(FILE *out, int json, const ts_suspect *s, int n, in
             fprintf(out, "%s\n  {\"rank\": %d, \"link\": ", i ? "," : "", i + 1);
         else
             fprintf(out, "  - {rank: %d, link: ", i + 1);
-        json ? json_string(out, s[i].id) : ts_yaml_write_string(out, s[i].id);
+        json ? json_string(out, s[i].id) : ts_emit_yaml_string(out, s[i].id);
         const char *q = json ? "\"" : "";
         fprintf(out, ", %skind%s: %s%s%s", q, q, q, s[i].access ? "access" : "uplink", q);
         fprintf(out, ", %sflagged%s: %d, %sseen%s: %d, %sunreachable%s: %d, %sevidence%s: %.3f", q, q, s[i].flagged,
@@ -300,7 +301,7 @@ static void print_structured(FILE *out, int json, const ts_suspect *s, int n, in
         fprintf(out, ", %sjobs%s: [", q, q);
         for (int j = 0; j < s[i].njobs; j++) {
             fputs(j ? ", " : "", out);
-            json ? json_string(out, s[i].jobs[j]) : ts_yaml_write_string(out, s[i].jobs[j]);
+            json ? json_string(out, s[i].jobs[j]) : ts_emit_yaml_string(out, s[i].jobs[j]);
         }
         fprintf(out, "]}%s", json ? "" : "\n");
     }
@@ -312,11 +313,11 @@ static void print_structured(FILE *out, int json, const ts_suspect *s, int n, in
         const char *q = json ? "\"" : "";
         fprintf(out, json ? "%s\n  {" : "%s  - {", json && i ? "," : "");
         fprintf(out, "%snode%s: ", q, q);
-        json ? json_string(out, mm[i].node) : ts_yaml_write_string(out, mm[i].node);
+        json ? json_string(out, mm[i].node) : ts_emit_yaml_string(out, mm[i].node);
         fprintf(out, ", %stopology_conf%s: ", q, q);
-        json ? json_string(out, mm[i].admin_switch) : ts_yaml_write_string(out, mm[i].admin_switch);
+        json ? json_string(out, mm[i].admin_switch) : ts_emit_yaml_string(out, mm[i].admin_switch);
         fprintf(out, ", %smeasured_with%s: ", q, q);
-        json ? json_string(out, mm[i].measured_with) : ts_yaml_write_string(out, mm[i].measured_with);
+        json ? json_string(out, mm[i].measured_with) : ts_emit_yaml_string(out, mm[i].measured_with);
         fprintf(out, ", %sjobs%s: %d}%s", q, q, mm[i].jobs, json ? "" : "\n");
     }
     if (json)

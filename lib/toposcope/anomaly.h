@@ -163,7 +163,4 @@ void ts_anomaly_sort(ts_anomaly_list *l);
  * score}, most severe first. */
 int ts_anomalies_write_yaml(const ts_anomaly_list *l, FILE *out);
 
-/* A YAML double-quoted string (quotes, backslashes and control characters escaped). */
-void ts_yaml_write_string(FILE *out, const char *s);
-
 #endif
