@@ -65,7 +65,7 @@ static void usage(FILE *out)
             "                       (default /var/spool/toposcope)\n"
             "  --records DIR        the records directory (default /var/lib/toposcope/records)\n"
             "  --baseline FILE      per-link baseline (toposcope report --update-baseline; default\n"
-            "                       /var/lib/toposcope/baseline.yaml when it exists)\n"
+            "                       baseline.yaml beside the records directory, when it exists)\n"
             "  --policy NAME|FILE   anomaly thresholds and drain rule (default: the built-in defaults)\n"
             "  --topology FILE      the admin's topology.conf: uplinks are named by its switches\n"
             "  --admin-comment      append a summary of the anomalies to the job's AdminComment\n"
@@ -522,9 +522,22 @@ static int leader_record(const epilog_config *c)
             goto out;
         }
     }
+    /* default: baseline.yaml beside the records directory (/var/lib/toposcope/baseline.yaml for
+     * the default records), so a site that moves its records keeps its baseline with them */
     const char *bpath = c->baseline;
-    if (!bpath && access("/var/lib/toposcope/baseline.yaml", R_OK) == 0)
-        bpath = "/var/lib/toposcope/baseline.yaml";
+    char beside[PATH_MAX];
+    if (!bpath) {
+        snprintf(beside, sizeof beside, "%s", c->records);
+        size_t L = strlen(beside);
+        while (L > 1 && beside[L - 1] == '/')
+            beside[--L] = '\0';
+        char *slash = strrchr(beside, '/');
+        if (slash) {
+            snprintf(slash + 1, sizeof beside - (size_t)(slash + 1 - beside), "baseline.yaml");
+            if (access(beside, R_OK) == 0)
+                bpath = beside;
+        }
+    }
     if (bpath && ts_baseline_load(&base, bpath, &err) != TS_OK) {
         /* a broken baseline costs the comparison, not the record */
         syslog(LOG_ERR, "job=%s baseline unusable: %s", c->job, err.text);

@@ -156,6 +156,13 @@ done
 grep -q "15 records read, 6 skipped" "$tmp/r3"; ok $? "15 records read, 6 skipped"
 rm -rf "$tmp/rec/job-90"* "$tmp/rec/core.1234" "$tmp/rec/notes.txt" "$tmp/rec/subdir"
 
+# without --baseline the epilog reads baseline.yaml beside the records directory
+spool_job 250 211 --inject "degrade:$leaf:+30%"
+run_epilog 250 --policy "$policy" --topology "$tmp/ft8.conf" 2>/dev/null
+awk '/^anomalies:/ {a=1} a && /link:/' "$tmp/rec/job-250.yaml" | grep -q "link: \"$leaf\""
+ok $? "the default baseline is baseline.yaml beside the records directory"
+rm -f "$tmp/rec/job-250.yaml"
+
 # --since: records older than the window are left out
 spool_job 300 300
 run_epilog 300 --time $(( $(date +%s) - 10 * 86400 )) 2>/dev/null
