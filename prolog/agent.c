@@ -504,9 +504,14 @@ static void worker_round(worker *w, const uint8_t *payload, const wire_hdr *h)
     /* never past this agent's own deadline, whatever the leader asked */
     double budget = fmin((double)r.budget_us, w->deadline - now_us());
     wire_result res = {.round = r.round};
+    /* Pinned while this agent times its own ping-pongs, and only then: answering a partner's
+     * probe times nothing, and an agent that stayed pinned would have to wait for its one CPU
+     * to answer; where agents share CPUs (an emulated cluster) that wait lands in the round
+     * trips of every pair it answers. */
     worker_pin(w);
     ts_sample_pair(&r.rule, worker_probe, w, (double)r.timeout_us, budget, w->c->self, r.partner,
                    &res.st);
+    worker_unpin(w);
     uint8_t pl[WIRE_RESULT_LEN];
     wire_result_encode(&res, pl);
     w->result_len = wire_build(w->result_msg, &w->keys, WIRE_RESULT, w->c->job, (uint16_t)w->c->self,
