@@ -15,9 +15,9 @@ $(TESTBED_FABEMU): tests/testbed/fabemu.c $(LIB_A) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
-$(TESTBED_UDPING): tests/testbed/udping.c
+$(TESTBED_UDPING): tests/testbed/udping.c $(LIB_A) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $<
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
 bench-testbed: $(TESTBED_BINS)
 	TOPOSCOPE_BUILD=$(abspath $(BUILD)) tests/testbed/bench

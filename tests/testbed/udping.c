@@ -6,7 +6,10 @@
  * The server echoes every datagram until its timeout (always bounded, so a test that dies never
  * leaves it behind for long). The client sends COUNT probes one at a time, each carrying a
  * sequence number, and prints one line:
- *   sent N received M lost K min_us A median_us B mean_us C p90_us D max_us E
+ *   sent N received M lost K min_us A median_us B mean_us C p90_us D max_us E est_us F
+ * est_us is the probe engine's own estimate of a pair's round trip (ts_sampler: the mean of the
+ * samples below median + 5 scaled MADs, lib/probe.c) over the first 256 replies, so a round trip
+ * measured here and one the agents measure are the same statistic.
  * The first --warmup replies are not counted: they pay for ARP resolution through the fabric. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "toposcope/probe.h"
 
 #define PROBE_MAGIC 0x75647067u   /* "udpg" */
 
@@ -143,13 +147,21 @@ static int client(const char *host, int port, int count, double interval_us, int
         return 1;
     }
     double sum = 0;
-    for (int i = 0; i < received; i++)
+    ts_stop_rule rule;
+    ts_stop_rule_default(&rule);
+    ts_sampler sampler;
+    ts_sampler_start(&sampler, &rule);
+    for (int i = 0; i < received; i++) {
         sum += rtt[i];
+        ts_sampler_add(&sampler, rtt[i]);
+    }
+    ts_pair_stats st;
+    ts_sampler_finish(&sampler, 0, 1, &st);
     qsort(rtt, (size_t)received, sizeof *rtt, cmp_double);
     double median = received % 2 ? rtt[received / 2] : (rtt[received / 2 - 1] + rtt[received / 2]) / 2;
-    printf("sent %d received %d lost %d min_us %.1f median_us %.1f mean_us %.1f p90_us %.1f max_us %.1f\n",
-           sent, received, sent - received, rtt[0], median, sum / received,
-           rtt[(int)((received - 1) * 0.9)], rtt[received - 1]);
+    printf("sent %d received %d lost %d min_us %.1f median_us %.1f mean_us %.1f p90_us %.1f max_us %.1f "
+           "est_us %.1f\n", sent, received, sent - received, rtt[0], median, sum / received,
+           rtt[(int)((received - 1) * 0.9)], rtt[received - 1], st.est_us);
     free(rtt);
     return 0;
 }

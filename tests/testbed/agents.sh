@@ -1,0 +1,107 @@
+# toposcope testbed — checks of the node-agent tests (tests/testbed-agents.t, prolog mode;
+# tests/testbed-probe.t, step mode), over lib.sh's tb_agents_launch and tb_agent_spool.
+# Sourced after lib.sh. They use $work, and:
+#   TREECMP PARAMS GRACE   set by the test
+#   host_us                what the nodes' stacks add (host_overhead)
+
+# all_within JOB BUDGET NODELIST: every agent exited 0 within BUDGET + GRACE ms
+all_within() {
+  local job=$1 budget=$2 list=$3 nd bad=0 rc ms
+  for nd in ${list//,/ }; do
+    read -r rc ms < "$work/$job/$nd.rc" || { rc=x; ms=x; }
+    if [ "$rc" != 0 ] || [ "$ms" = x ] || [ "$ms" -gt $((budget + GRACE)) ]; then
+      echo "$nd: exit $rc after $ms ms (budget $budget + $GRACE)"; bad=1
+    fi
+  done
+  return $bad
+}
+slowest() {   # JOB NODELIST -> the longest wall time in ms
+  local nd rc ms max=0
+  for nd in ${2//,/ }; do read -r rc ms < "$work/$1/$nd.rc"; [ "$ms" -gt $max ] && max=$ms; done
+  echo $max
+}
+field() { sed -n "s/^$2: //p" "$1" | head -1 | tr -d '"'; }   # FILE KEY
+statuses() {  # JOB NODELIST -> "node:status" per node
+  local nd
+  for nd in ${2//,/ }; do echo "$nd:$(field "$(tb_agent_spool "$1" "$nd")/status.yaml" status)"; done
+}
+
+# What the nodes' own stacks add to a round trip here, under the load the agents' link stage
+# makes: every node in one same-leaf udping pair, all pairs at once (as a round does); per pair
+# the round trip as the agents estimate one (udping's est_us, the probe engine's inlier mean:
+# the stacks' delays are skewed, so a median would stand below what the agents' estimate
+# holds) minus the emulator's configured path delay there and back. The median over the pairs,
+# in µs. An access link's truth is its delay + a quarter of this.
+host_overhead() {   # PORT PAIRS... (A:B)
+  local port=$1 pair a b i=0 vals=() cpids=()
+  shift
+  for pair in "$@"; do
+    b=${pair#*:}
+    ip netns exec "$(tb_ns "$b")" timeout 30 "$TB_UDPING" server --port $((port + i)) --timeout 25 9>&- &
+    i=$((i + 1))
+  done
+  sleep 0.3
+  i=0
+  for pair in "$@"; do
+    a=${pair%:*} b=${pair#*:}
+    ip netns exec "$(tb_ns "$a")" timeout 20 "$TB_UDPING" client "$b" --port $((port + i)) -c 200 -i 0 \
+      --wait-ms 100 --warmup 3 > "$work/udping.$i" 9>&- &
+    cpids+=($!)
+    i=$((i + 1))
+  done
+  wait "${cpids[@]}"
+  i=0
+  for pair in "$@"; do
+    a=${pair%:*} b=${pair#*:}
+    local rtt one
+    rtt=$(awk '{ for (k = 1; k < NF; k++) if ($k == "est_us") print $(k + 1) }' "$work/udping.$i")
+    one=$(tb_ctl delay "$a" "$b" | awk 'NR == 2 { print $1 }')
+    [ -n "$rtt" ] && [ -n "$one" ] && vals+=("$(awk -v r="$rtt" -v o="$one" 'BEGIN { printf "%.1f", r - 2 * o }')")
+    i=$((i + 1))
+  done
+  printf '%s\n' "${vals[@]}" | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+
+# check_result DIR FABRIC LABEL: DIR's tree.yaml is exactly FABRIC's tree (restricted to its
+# nodes), links.yaml within ACCESS_TOL (access links) and UPLINK_TOL (uplinks) of the
+# emulator's delays, both 10% unless set. Two "ok" lines; the comparison in $work/cmp.out.
+check_result() {
+  local dir=$1 fabric=$2 label=$3 rc
+  "$TREECMP" --host-us "$host_us" "$fabric" "$PARAMS" "$dir/tree.yaml" "$dir/links.yaml" > "$work/cmp.out" 2>&1
+  grep -q '^tree_exact: true' "$work/cmp.out"
+  rc=$?
+  ok $rc "$label: the tree is exactly the fabric's"
+  [ $rc -eq 0 ] || { diag < "$work/cmp.out"; diag < "$dir/topology.conf"; }
+  local worst_a worst_u nlinks
+  worst_a=$(awk '$1 == "link" && $2 ~ /^node/ && $8 > w { w = $8 } END { print w + 0 }' "$work/cmp.out")
+  worst_u=$(awk '$1 == "link" && $2 !~ /^node/ && $8 > w { w = $8 } END { print w + 0 }' "$work/cmp.out")
+  nlinks=$(field "$work/cmp.out" links)
+  awk -v a="$worst_a" -v u="$worst_u" -v k="$nlinks" -v t="${ACCESS_TOL:-0.10}" -v tu="${UPLINK_TOL:-0.10}" \
+    'BEGIN { exit !(k > 0 && u <= tu && a <= t) }'
+  rc=$?
+  ok $rc "$label: $nlinks link estimates agree with the emulator's delays (worst uplink $worst_u <= ${UPLINK_TOL:-0.10}, access $worst_a <= ${ACCESS_TOL:-0.10})"
+  [ $rc -eq 0 ] || diag < "$work/cmp.out"
+}
+
+# check_exact JOB NODELIST FABRIC LABEL: prolog mode, the same tree everywhere, exact, links
+# within bounds (three "ok" lines)
+check_exact() {
+  local job=$1 list=$2 fabric=$3 label=$4 first=${2%%,*}
+  local rc
+  tb_agents_same_file "$job" "$list" tree.yaml > "$work/same.out" 2>&1 &&
+    tb_agents_same_file "$job" "$list" links.yaml >> "$work/same.out" 2>&1
+  rc=$?
+  ok $rc "$label: every agent wrote the same tree.yaml and links.yaml"
+  [ $rc -eq 0 ] || diag < "$work/same.out"
+  check_result "$(tb_agent_spool "$job" "$first")" "$fabric" "$label"
+  cp "$work/cmp.out" "$work/$job.cmp"
+}
+
+# the split of a run's wall time, from the leader's status.yaml, as diag lines
+timings() {   # STATUS LABEL
+  local k line=""
+  for k in rendezvous_ms discovery_ms link_plan_ms link_measure_ms distribution_ms leader_ms; do
+    line="$line $k=$(field "$1" $k)"
+  done
+  echo "# $2:$line"
+}
