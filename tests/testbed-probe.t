@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# toposcope probe — the node agents as a job step — on the emulated cluster (TAP), and the
+# prolog-mode agents on the fabrics tests/testbed-agents.t does not bring up:
+#   - 16 nodes on 2 levels (tests/data/agents/fabric16-2level.conf) and 16 on 3 levels
+#     (tests/data/agents/fabric16.conf); on each, inside one sbatch job,
+#     `srun --mpi=pmix -N16 --ntasks-per-node=1 toposcope probe --out DIR` and the same on
+#     node[1-8] (two nodes on each leaf: 8 nodes on 2, then on 3 levels). Every step ends
+#     well, its ranks within the budget + 200 ms, rank 0 writes DIR with status measured, mode
+#     step, the exact tree of the fabric and per-link estimates within 10% of the emulator's
+#     delays (an access link's truth adds a quarter of the stacks' round-trip overhead, as in
+#     testbed-agents.t);
+#   - on the 2-level fabric the same step as an unprivileged user (sbatch --uid nobody): the
+#     MUNGE credentials are the user's, and it measures as well;
+#   - prolog mode (toposcope-prolog in every namespace at once): 16 nodes on 2 levels and
+#     8 nodes (node[1-8]) on 3 levels, exact and within 10%;
+#   - toposcope probe without --out, or outside a PMIx job: exit 2, saying how to run it.
+# 3-level fabrics use --method allpairs: the fast method merges the pods there (a limit of
+# lib/fast.c, see testbed-agents.t). Bounded: timeouts, a watchdog, down on every exit.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+. "$REPO/tests/testbed/lib.sh"
+. "$REPO/tests/testbed/agents.sh"
+
+BIN=$TB_BUILD/bin/toposcope
+PROBE=$TB_BUILD/bin/toposcope-probe
+PROLOG=$TB_PROLOG
+TREECMP=$TB_BUILD/bin/toposcope-treecmp
+PARAMS=$REPO/etc/demo/params.yaml
+BUDGET=5000 GRACE=200
+PLAN=36
+export SLURM_CONF=$TB_CONF
+
+tb_tap_begin $PLAN "make" "$TB_FABEMU" "$TB_UDPING" "$BIN" "$PROBE" "$PROLOG" "$TREECMP"
+
+# Same-leaf pairs, all at once: node[1,5,9,13] share a leaf in both fabrics, and so on; the
+# load of 16 agents, and of 8 (node[1-8]).
+PAIRS="node1:node5 node9:node13 node2:node6 node10:node14 node3:node7 node11:node15 node4:node8 node12:node16"
+PAIRS8="node1:node5 node2:node6 node3:node7 node4:node8"
+
+# probe_steps TAG SBATCH-ARGS -- STEP...: one sbatch -N16 job (script and output in
+# $jobdir/TAG/) that runs each STEP ("NAME NODELIST [PROBE-ARGS...]") one after the other;
+# step NAME writes $jobdir/NAME/ and records "exit wall-ms" in $jobdir/NAME.rc.
+probe_steps() {
+  local tag=$1
+  shift
+  local sb=() step
+  while [ "$1" != -- ]; do sb+=("$1"); shift; done
+  shift
+  {
+    echo '#!/bin/bash'
+    echo 'step() { local name=$1 nodes=$2 n s; shift 2; n=$(scontrol show hostnames "$nodes" | wc -l)'
+    echo "  echo \"\$nodes \$*\" > $jobdir/\$name.step"
+    echo '  s=$(date +%s%N)'
+    echo "  srun --mpi=pmix -N\$n -w \$nodes --ntasks-per-node=1 $jobdir/bin/toposcope probe --out $jobdir/\$name \\"
+    echo "    --budget-ms $BUDGET -v \"\$@\" > $jobdir/\$name.out 2>&1"
+    echo "  echo \"\$? \$(( (\$(date +%s%N) - s) / 1000000 ))\" > $jobdir/\$name.rc; }"
+    for step in "$@"; do echo "step $step"; done
+  } > "$work/job.sh"
+  mkdir -p "$jobdir/$tag"
+  install -m 0755 "$work/job.sh" "$jobdir/$tag/job.sh"
+  # a job as another user (--uid U) writes its output there
+  local i
+  for ((i = 0; i + 1 < ${#sb[@]}; i++)); do [ "${sb[i]}" = --uid ] && chown "${sb[i + 1]}" "$jobdir/$tag"; done
+  (cd "$jobdir/$tag" && timeout 150 sbatch --wait -N16 -t 3 "${sb[@]}" -o "$jobdir/$tag/job.txt" job.sh) \
+    > "$work/sbatch.out" 2>&1
+}
+
+# check_step NAME FABRIC LABEL [SBATCH-ARGS...]: the step ended well, its ranks in time, rank
+# 0's files. A step whose links are past the bound (links_past) is measured once more, the
+# same step as NAME.2 of a new job (SBATCH-ARGS), held to the same bounds, and named.
+check_step() {
+  local name=$1 fabric=$2 label=$3
+  shift 3
+  if links_past "$jobdir/$name" "$fabric"; then
+    echo "# $label: step $name had a link past the bound (load $(loadavg)); measuring again as $name.2"
+    probe_steps "$name.2-job" "$@" -- "$name.2 $(cat "$jobdir/$name.step")"
+    name=$name.2
+  fi
+  local rc ms d=$jobdir/$name
+  read -r rc ms < "$jobdir/$name.rc" 2>/dev/null || { rc=x; ms=x; }
+  local slow
+  slow=$(sed -n 's/.* wrote the spool \([0-9.]*\) ms after start/\1/p; s/.*leader_ms: //p' "$jobdir/$name.out" "$d/status.yaml" 2>/dev/null |
+    sort -n | tail -1)
+  [ "$rc" = 0 ] && [ "$(field "$d/status.yaml" status)" = measured ] && [ "$(field "$d/status.yaml" mode)" = step ] &&
+    awk -v s="${slow:-1e9}" -v b=$((BUDGET + GRACE)) 'BEGIN { exit !(s <= b) }'
+  local r=$?
+  ok $r "$label: srun ends well (exit $rc, $ms ms with the launch), status measured, mode step, the slowest agent done after ${slow:-?} ms"
+  [ $r -eq 0 ] && timings "$d/status.yaml" "$label"
+  [ $r -eq 0 ] || { tail -20 "$jobdir/$name.out" | diag; [ -f "$d/status.yaml" ] && diag < "$d/status.yaml"; }
+  check_result "$d" "$fabric" "$label"
+}
+
+# ---- 16 nodes, 2 levels -------------------------------------------------------------------------
+FABRIC=$REPO/tests/data/agents/fabric16-2level.conf
+tb_test_up testbed-probe 8 "$FABRIC" "$PARAMS" "up: 16 nodes on 2 levels (tests/data/agents/fabric16-2level.conf)"
+N16=$("$TB_FABEMU" --list-nodes --fabric "$FABRIC" | paste -sd,)
+N8=node1,node2,node3,node4,node5,node6,node7,node8
+# everything the nodes run or write lives in the state dir: each slurmd has a private /tmp
+jobdir=$TB_STATE/jobs/probe-t.$$
+mkdir -p "$jobdir/bin"
+cp "$BIN" "$PROBE" "$jobdir/bin/"
+trap 'kill "$tb_watchdog" 2>/dev/null; timeout 120 "$TB_DIR/down" >/dev/null 2>&1; rm -rf "$work" "$jobdir"' EXIT
+
+"$BIN" probe > "$work/o.out" 2>&1
+[ $? -eq 2 ] && grep -q -- '--out DIR is required' "$work/o.out"
+ok $? "toposcope probe without --out: exit 2, says so"
+"$BIN" probe --out "$work/none" > "$work/o.out" 2>&1
+[ $? -eq 2 ] && grep -q 'srun --mpi=pmix' "$work/o.out" && [ ! -e "$work/none" ]
+ok $? "toposcope probe outside a PMIx job: exit 2, says how to run it: $(head -1 "$work/o.out")"
+
+host_us=$(host_overhead 7500 $PAIRS)
+h8=$(host_overhead 7520 $PAIRS8)
+[ -n "$host_us" ] && [ -n "$h8" ]
+ok $? "the nodes' stacks add ${host_us:-?} us to a round trip (8 same-leaf pairs at once; 4 pairs: ${h8:-?} us)"
+
+probe_steps two -- "p16 node[1-16]" "p8 node[1-8]"
+ok $? "sbatch -N16: two probe steps on 2 levels"
+diag < "$work/sbatch.out"
+check_step p16 "$FABRIC" "probe, 16 nodes, 2 levels"
+host_us=$h8 check_step p8 "$FABRIC" "probe, 8 nodes, 2 levels"
+d=$jobdir/p16
+[ "$(stat -c '%a' "$d"/tree.yaml "$d"/topology.conf "$d"/links.yaml "$d"/status.yaml | sort -u)" = 640 ] &&
+  [ "$(ls "$d" | wc -l)" -eq 4 ]
+ok $? "probe: rank 0 wrote the four files, 0640, nothing else"
+
+# as a user: the job's uid makes and checks the credentials, and owns the files
+install -d -o nobody -g nogroup -m 0755 "$jobdir/user"
+probe_steps user --uid nobody --gid nogroup -- "user/p16 node[1-16]"
+ok $? "sbatch --uid nobody: a probe step as an unprivileged user"
+check_step user/p16 "$FABRIC" "probe as nobody, 16 nodes" --uid nobody --gid nogroup
+[ "$(stat -c '%U' "$jobdir/user/p16/tree.yaml")" = nobody ] && [ "$(field "$jobdir/user/p16/status.yaml" job_uid)" = "$(id -u nobody)" ]
+ok $? "probe as nobody: the files are the user's, status.yaml names its uid"
+
+# the stacks' overhead drifts with the machine's other load: measured again just before
+h=$(host_overhead 7700 $PAIRS)
+[ -n "$h" ] && host_us=$h
+tb_agents_launch 601 $BUDGET "$N16"
+tb_agents_wait
+all_within 601 $BUDGET "$N16" > "$work/w.out"
+ok $? "prolog mode, 16 nodes, 2 levels: every agent finished within $BUDGET + $GRACE ms (slowest $(slowest 601 "$N16") ms)"
+diag < "$work/w.out"
+ok "$(statuses 601 "$N16" | grep -vc ':measured$')" "prolog mode, 16 nodes, 2 levels: status measured on every node"
+job=601
+if links_past "$(tb_agent_spool 601 node1)" "$FABRIC"; then
+  echo "# prolog mode, 16 nodes: job 601 had a link past the bound (load $(loadavg)); measuring again as job 602"
+  tb_agents_launch 602 $BUDGET "$N16"
+  tb_agents_wait
+  job=602
+fi
+check_exact $job "$N16" "$FABRIC" "prolog mode, 16 nodes, 2 levels"
+timings "$(tb_agent_spool $job node1)/status.yaml" "prolog mode, 16 nodes, 2 levels"
+
+# ---- 16 nodes, 3 levels -------------------------------------------------------------------------
+FABRIC=$REPO/tests/data/agents/fabric16.conf
+timeout 180 "$TB_DIR/up" "$FABRIC" "$PARAMS" > "$work/up16.out" 2>&1
+rc=$?
+ok $rc "up: 16 nodes on 3 levels (tests/data/agents/fabric16.conf)"
+[ $rc -eq 0 ] || { diag < "$work/up16.out"; echo "Bail out! the testbed did not come up"; exit 1; }
+host_us=$(host_overhead 7600 $PAIRS)
+h8=$(host_overhead 7620 $PAIRS8)
+[ -n "$host_us" ] && [ -n "$h8" ]
+ok $? "3 levels: the nodes' stacks add ${host_us:-?} us to a round trip (4 pairs: ${h8:-?} us)"
+
+probe_steps three -- "q16 node[1-16] --method allpairs" "q8 node[1-8] --method allpairs"
+ok $? "sbatch -N16: two probe steps on 3 levels"
+diag < "$work/sbatch.out"
+check_step q16 "$FABRIC" "probe, 16 nodes, 3 levels"
+host_us=$h8 check_step q8 "$FABRIC" "probe, 8 nodes, 3 levels"
+
+h=$(host_overhead 7800 $PAIRS8)
+[ -n "$h" ] && host_us=$h
+tb_agents_launch 611 $BUDGET "$N8" --method allpairs
+tb_agents_wait
+all_within 611 $BUDGET "$N8" > "$work/w.out"
+ok $? "prolog mode, 8 nodes, 3 levels: every agent finished within $BUDGET + $GRACE ms (slowest $(slowest 611 "$N8") ms)"
+diag < "$work/w.out"
+ok "$(statuses 611 "$N8" | grep -vc ':measured$')" "prolog mode, 8 nodes, 3 levels: status measured on every node"
+job=611
+if links_past "$(tb_agent_spool 611 node1)" "$FABRIC"; then
+  echo "# prolog mode, 8 nodes, 3 levels: job 611 had a link past the bound (load $(loadavg)); measuring again as job 612"
+  tb_agents_launch 612 $BUDGET "$N8" --method allpairs
+  tb_agents_wait
+  job=612
+fi
+check_exact $job "$N8" "$FABRIC" "prolog mode, 8 nodes, 3 levels"
+timings "$(tb_agent_spool $job node1)/status.yaml" "prolog mode, 8 nodes, 3 levels"
+
+[ $tb_tap_ran -eq $PLAN ] || echo "# planned $PLAN tests, ran $tb_tap_ran"
+exit $((tb_tap_failed > 0))
