@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The epilog recorder on the emulated cluster (etc/demo: 8 nodes, 2 leaves of 4, 200 us links).
-# The SPANK plugin is not on main yet, so each job is what its prolog and epilog will run:
+# Without Slurm in the way (tests/testbed-epilog-spank.t does the same through sbatch
+# --topo-aware and the SPANK plugin), each job is what its prolog and epilog run:
 # toposcope-prolog in every node's namespace at once (tb_agents_launch, as tests/testbed-agents.t), then
 # toposcope-epilog on every node. Three healthy jobs build the baseline (toposcope report
 # --update-baseline); then node3's access link is slowed in the emulator (fabctl inject
