@@ -183,7 +183,8 @@ timeout 120 srun -N8 --topo-aware=spread -o "$S/task.%t" sh -c \
   'echo "task=$SLURM_PROCID host=$(hostname) rank=$TOPOSCOPE_RANK leaf=$TOPOSCOPE_GROUP_LEAF lead=$TOPOSCOPE_LEADER_LEAF node=$TOPOSCOPE_GROUP_NODE status=$TOPOSCOPE_STATUS"
    [ "$SLURM_PROCID" != 0 ] || cp "$TOPOSCOPE_DIR/topology.conf" '"$S"'/topology.conf' > "$S/srun.out" 2>&1
 ok $? "srun -N8 --topo-aware=spread runs"
-cat "$S"/task.* 2>/dev/null | sort > "$S/tasks.txt"
+# the tasks' own lines (slurmstepd may add its messages to a task's output file)
+cat "$S"/task.* 2>/dev/null | grep '^task=' | sort > "$S/tasks.txt"
 # the inferred tree: node -> leaf from topology.conf in the job's spool
 node_switch "$S/topology.conf" > "$S/inferred.txt" 2>/dev/null
 awk 'NR == FNR { sw[$1] = $2; next }
@@ -196,7 +197,7 @@ awk 'NR == FNR { sw[$1] = $2; next }
            exit bad || n != 8 || k != 2 }' "$S/inferred.txt" "$S/tasks.txt"
 rc=$?
 ok $rc "every task's TOPOSCOPE_GROUP_LEAF is its leaf in the inferred tree (one group and one leader per leaf switch, a node group per node)"
-[ $rc -eq 0 ] || cat "$S/inferred.txt" "$S/tasks.txt" "$S/srun.out" 2>/dev/null | head -30 | diag
+[ $rc -eq 0 ] || { cat "$S/inferred.txt" "$S"/task.* "$S/srun.out" "$S/topology.conf"; } 2>/dev/null | head -40 | diag
 [ "$(grep -c 'status=measured$' "$S/tasks.txt")" = 8 ]; ok $? "srun: every task has TOPOSCOPE_STATUS=measured"
 diff <(leaf_sets "$S/topology.conf" 2>/dev/null) <(leaf_sets "$FABRIC") > /dev/null
 ok $? "the inferred topology.conf has the fabric's leaf switches ($(leaf_sets "$S/topology.conf" 2>/dev/null | paste -sd'|'))"
@@ -213,7 +214,7 @@ JOB
 (cd "$A" && timeout 180 sbatch --wait -N8 --ntasks-per-node=2 --topo-aware=spread -t 3 \
   -o "$A/out.txt" job.sh) > "$A/sbatch.out" 2>&1
 ok $? "sbatch --topo-aware=spread with srun -m arbitrary: the job ends well"
-cat "$A"/task.* 2>/dev/null | sort -n > "$A/tasks.txt"
+cat "$A"/task.* 2>/dev/null | grep -E '^[0-9]+ ' | sort -n > "$A/tasks.txt"
 awk '{ print NR - 1, $1, NR - 1, $1 }' "$A/hostfile" 2>/dev/null > "$A/want.txt"
 [ "$(wc -l < "$A/tasks.txt")" = 16 ] && diff "$A/want.txt" "$A/tasks.txt" > /dev/null
 rc=$?
