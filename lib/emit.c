@@ -218,7 +218,7 @@ int ts_emit_hints_yaml(const ts_hierarchy *h, const ts_placement *pl, const ts_g
               "# and reason says why),\n"
               "# and per rank its group id at every level (dense, rank 0 in group 0) and whether it\n"
               "# leads that group (it is the group's lowest rank), in the order of 'levels'.\n");
-    ob_str(o, "version: 1\npolicy: \"");
+    ob_str(o, "version: 2\npolicy: \"");
     ob_str(o, p->name);
     ob_str(o, "\"\nkind: ");
     ob_str(o, ts_placement_kind_name(p->kind));

@@ -111,9 +111,9 @@ static int read_scalar_key(reader *r, int key, int v)
     case K_VERSION:
         if ((rc = ts_ydoc_int(d, v, "version", 1, 1000000, &n, r->err)) != TS_OK)
             return rc;
-        if (n != TS_HINTS_VERSION)
-            return ts_ydoc_fail(d, v, r->err, "hints version %ld: this reader knows version %d "
-                                "(a newer toposcope wrote the file)", n, TS_HINTS_VERSION);
+        if (n > TS_HINTS_VERSION)
+            return ts_ydoc_fail(d, v, r->err, "hints version %ld: this reader knows versions 1 to "
+                                "%d (a newer toposcope wrote the file)", n, TS_HINTS_VERSION);
         h->version = (int)n;
         return TS_OK;
     case K_POLICY:

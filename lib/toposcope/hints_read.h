@@ -7,7 +7,8 @@
  * or a node of measure-only hints) and stop reading once that member is found. Memory is one
  * entry plus what is kept.
  *
- * Schema (version 1, as ts_emit_hints_yaml writes it): top-level keys version (required, 1),
+ * Schema (version 2, as ts_emit_hints_yaml writes it; version 1 files, without a level's
+ * logp.reason, read the same): top-level keys version (required, 1 or 2),
  * policy, kind, nranks, nnodes, cpus_per_rank, levels (required, before the members), and
  * exactly one of ranks or nodes. A level: {name, depth, groups, logp: {L_us, o_s_us, o_r_us,
  * g_us, pairs, source, reason}}, names of lowercase letters, digits and '_' (they become environment
@@ -25,7 +26,7 @@
 #include "toposcope/groups.h"
 #include "toposcope/policy.h"
 
-#define TS_HINTS_VERSION 1
+#define TS_HINTS_VERSION 2   /* 2: logp.reason; a reader of 1 refuses it by its version */
 #define TS_HINTS_NODE_MAX 256        /* node names (host names are at most 255 bytes) */
 #define TS_HINTS_MAX_BYTES (1UL << 30)
 #define TS_HINTS_REASON_MAX 256

@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         return 0;
     }
-    if (h.version != TS_HINTS_VERSION || h.nlevels < 1 || h.nlevels > TS_LEVELS_MAX)
+    if (h.version < 1 || h.version > TS_HINTS_VERSION || h.nlevels < 1 || h.nlevels > TS_LEVELS_MAX)
         abort();
     int *leaders = NULL;
     for (int l = 0; l < h.nlevels; l++) {

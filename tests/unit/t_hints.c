@@ -47,7 +47,7 @@ static void test_round_trip(void)
     ts_hints h;
     ts_error err;
     ok(ts_hints_parse(&h, text, strlen(text), "hints.yaml", NULL, &err) == TS_OK, "what the emitter writes reads back %s", err.text);
-    ok(h.version == 1 && h.nranks == 20 && h.nnodes == 4 && h.cpus_per_rank == 2 && !strcmp(h.kind, "spread"),
+    ok(h.version == 2 && h.nranks == 20 && h.nnodes == 4 && h.cpus_per_rank == 2 && !strcmp(h.kind, "spread"),
        "version, nranks, nnodes, cpus_per_rank, kind");
     is_int(h.nlevels, s.g.nlevels, "every level");
     int same = h.nlevels == s.g.nlevels;
@@ -293,7 +293,7 @@ static void test_broken(void)
         { "- a\n", "b.yaml:1:1", "the top level must be a mapping" },
         { "version: 1\nlevle: []\n", "b.yaml:2:1", "unknown key 'levle' in the top level (allowed: version, policy" },
         { "version: 1\nversion: 1\n", "b.yaml:2:1", "key 'version' given twice in the top level (first at line 1)" },
-        { "version: 2\n", "b.yaml:1:10", "hints version 2: this reader knows version 1" },
+        { "version: 3\n", "b.yaml:1:10", "hints version 3: this reader knows versions 1 to 2" },
         { "version: one\n", "b.yaml:1:10", "'version' must be an integer from 1 to 1000000, got 'one'" },
         { "version: 1\nkind: packed\n", "b.yaml:2:7", "'kind' must be one of compact, spread, block, measure-only, got 'packed'" },
         { "version: 1\nranks: []\nlevels: []\n", "b.yaml:2:8", "'ranks' comes before 'levels'" },
