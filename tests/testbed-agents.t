@@ -66,12 +66,13 @@ d=$(tb_agent_spool 501 node3)
 [ "$(stat -c '%a %u' "$d")" = "750 0" ] &&
   [ "$(stat -c '%a' "$d"/tree.yaml "$d"/topology.conf "$d"/links.yaml "$d"/status.yaml | sort -u)" = 640 ]
 ok $? "spool: the job directory is 0750 root, its files 0640"
-mkdir -p "$work/502/node1"
-ln -s /etc/passwd-not-this "$work/502/node1/502"
-ip netns exec "$(tb_ns node1)" "$PROLOG" --job 502 --nodes node1 --self node1 --budget-ms 300 \
-  --spool "$work/502/node1" > "$work/502.log" 2>&1 9>&-
+# (job 509: 502 may be the second 8-node job above, whose spool is a real directory)
+mkdir -p "$work/509/node1"
+ln -s /etc/passwd-not-this "$work/509/node1/509"
+ip netns exec "$(tb_ns node1)" "$PROLOG" --job 509 --nodes node1 --self node1 --budget-ms 300 \
+  --spool "$work/509/node1" > "$work/509.log" 2>&1 9>&-
 rc=$?
-[ $rc -ne 0 ] && [ -L "$work/502/node1/502" ] && [ ! -e /etc/passwd-not-this ] && grep -q 'cannot open' "$work/502.log"
+[ $rc -ne 0 ] && [ -L "$work/509/node1/509" ] && [ ! -e /etc/passwd-not-this ] && grep -q 'cannot open' "$work/509.log"
 ok $? "spool: a symlink where the job directory goes is refused, not followed (exit $rc)"
 
 # ---- a dead node --------------------------------------------------------------------------------
