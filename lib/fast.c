@@ -30,7 +30,9 @@
  * to sit at about the same depth below it, as in fat trees and other level-structured fabrics.
  * On irregular trees, whose branches differ in depth, a far pair through a shallow branch can
  * be as short as a near pair through deep ones; no consistent cut exists and the region falls
- * back to a tournament of its nodes, or a wrong cut merges levels. */
+ * back to a tournament of its nodes, or a wrong cut merges levels. Such fabrics show up in the
+ * tree (nodes at different depths, or an ambiguous region) and are measured again by the
+ * additive method of fast_irregular.c. */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -38,6 +40,7 @@
 #include <string.h>
 #include "toposcope/discover.h"
 #include "method.h"
+#include "fast_irregular.h"
 #include "toposcope/rng.h"
 
 #define GAP_MIN 0.12        /* a level step is >= ~15% of the same-switch RTT in both profiles */
@@ -730,6 +733,32 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
         e->partial = 1;
         rc = TS_OK;
     }
+    /* ---- not level-structured: hand the fabric to fast_irregular.c ---- */
+    int irregular = 0;
+    if (rc == TS_OK && !e->partial) {
+        int lv = ts_irr_level_structured(tree);
+        if (lv < 0)
+            rc = TS_ENOMEM;
+        else if (lv == 0 || F.nambiguous > 0) {
+            /* nodes at different depths, or a region without any cut: the threshold cuts
+             * cannot be trusted there, so the tree comes from the additive method instead
+             * (on failure fast's tree stays) */
+            unsigned char *live = malloc((size_t)n);
+            if (!live)
+                rc = TS_ENOMEM;
+            for (int i = 0; live && i < n; i++)
+                live[i] = !F.dead[i] && F.count[i] > 0;
+            if (live) {
+                rc = ts_irr_discover(e, &F.rule, live, tree, &irregular, err);
+                if (rc == TS_ELIMIT) {
+                    e->partial = 1;
+                    rc = TS_OK;
+                }
+            }
+            free(live);
+        }
+    }
+    /* ---- end of the hand-over ---- */
     if (rc == TS_OK) {
         int nun = 0;
         for (int i = 0; i < n; i++)
@@ -743,9 +772,11 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
                     if (F.dead[i] || F.count[i] == 0)
                         rep->unmeasured[rep->nunmeasured++] = i;
         }
-        rep->ambiguous = F.ambiguous;
-        rep->nambiguous = F.nambiguous;
-        F.ambiguous = NULL;
+        if (!irregular) {
+            rep->ambiguous = F.ambiguous;
+            rep->nambiguous = F.nambiguous;
+            F.ambiguous = NULL;
+        }
         rep->tol_us = isfinite(F.min_gap) ? F.min_gap : 0;
         rep->reference = 0;
     }
