@@ -446,6 +446,12 @@ int ts_irr_discover(ts_probe_engine *e, const ts_stop_rule *rule, const unsigned
         pendant = ns > 0 ? 0.5 * ts_median(same, (int)ns) : 0;
         free(same);
     }
+    /* The matrix costs one round per pair of groups, each about rule->max_samples round trips
+     * of up to twice the same-leaf RTT. Under a budget it must leave at least as much time
+     * again for what follows (the link stage): when it cannot, fast's tree stays. */
+    double est_us = 0.5 * L * (L - 1.0) * rule->max_samples * 4.0 * pendant;
+    if (!(est_us <= 0.5 * ts_probe_remaining_us(e)))
+        goto out;
     dm.n = L;
     dm.d = malloc(sizeof(double) * (size_t)L * (size_t)L);
     if (!dm.d) {

@@ -24,7 +24,8 @@ double ts_irr_same_leaf_cut(double *d, long m, double rel, double *unsure);
  * against every other with one pair per round (nothing else on the wire, so no pair is
  * inflated by another), infer the tree of the groups from that matrix and hang every group's
  * nodes under its leaf switch. *tree is replaced (*replaced = 1) when that succeeds with at
- * least two groups; otherwise it is left as it was. rule: the sampling rule of every round.
+ * least two groups; otherwise it is left as it was, also when the matrix would take more than
+ * half the remaining budget. rule: the sampling rule of every round.
  * Returns TS_OK, TS_ELIMIT (deadline), TS_ENOMEM or an inference error. */
 int ts_irr_discover(ts_probe_engine *e, const ts_stop_rule *rule, const unsigned char *live,
                     ts_utree *tree, int *replaced, ts_error *err);
