@@ -44,14 +44,23 @@
 #include "toposcope/rng.h"
 
 #define GAP_MIN 0.12        /* a level step is >= ~15% of the same-switch RTT in both profiles */
+#define CUT_OUTLIERS 0.002  /* pairs above a cut that may join nodes it already connects */
+#define STRAGGLERS 2        /* pairs that may sit inside a gap, neither near nor far, ... */
+#define STRAGGLER_FAR_MIN 16 /* ... when at least this many far pairs show where the far class is */
+#define STRAGGLER_GAIN 2.0  /* ... and the gap is this many times the best one without them */
+#define FAR_QUANTILE 0.01   /* the far band is cut from this quantile of the far class ... */
+#define FAR_CEIL 1.15       /* ... up to this factor above its top quantile */
+#define OUTSIDE_BAND_TRUSTED 3 /* far pairs outside the band that separate two fragments */
 #define GAP_NOISE 5.0       /* a gap must also exceed this many sd of the lowest class */
 #define AMBIGUOUS_ROUNDS 24 /* rounds without a cut after which a big region stays merged */
 #define AMBIGUOUS_MIN 48    /* ... "big": more nodes than a tournament would cost rounds */
 #define PICK_TRIES 24       /* random partner fragments tried before a member pads */
 #define SCAN_LIMIT 256      /* below this many open fragments, partners are searched in full */
 #define MAX_BATCH 8         /* rounds planned per gather/scatter step, at most */
-#define BATCH_TOP 3         /* ... in the top region, where a test joins fragments 1 time in ~d */
+#define BATCH_TOP 4         /* ... in the top region, where a test joins fragments 1 time in ~d */
 #define BATCH_DEEP 8        /* ... below it, where regions are small and mostly tournaments */
+#define SAMPLES_TOP 2       /* samples per pair in the top region, where far pairs are loaded most */
+#define SAMPLES_DEEP 3      /* ... and below it, where the levels are ~30% apart */
 
 typedef struct meas {
     int a, b;
@@ -65,6 +74,7 @@ typedef struct region {
     int ambiguous;          /* big, and no cut after AMBIGUOUS_ROUNDS: kept as one switch */
     double cut;             /* RTT between near and far pairs; NAN = star */
     double typical;         /* median RTT of the region's pairs (the star's level) */
+    double far_lo, far_hi;  /* a single far pair outside this band proves nothing (see frags) */
 } region;
 
 /* A set of unordered fragment pairs (open addressing). */
@@ -94,6 +104,7 @@ typedef struct fast {
     ts_stop_rule rule;
     double min_gap;         /* smallest relative gap accepted anywhere, for the report */
     double noise_floor_us;  /* the largest noise floor of a lowest class measured so far */
+    ts_stop_rule rule_top;  /* the stopping rule of the top region's rounds */
 } fast;
 
 static int uf_find(int *uf, int x)
@@ -214,6 +225,8 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
     }
     r->cut = NAN;
     r->typical = NAN;
+    r->far_lo = 0;
+    r->far_hi = INFINITY;
     if (m == 0)
         return TS_OK;
     qsort_r(mi, (size_t)m, sizeof *mi, cmp_meas_index, F->M);
@@ -232,16 +245,33 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
         if (F->krank[a] == F->krank[b])
             F->krank[a]++;
     }
-    /* cut k (edges 0..k-1 near) is consistent iff every edge j >= k got its endpoints
-     * connected no earlier than k: suffix minimum of the connection times. */
-    long *suffix = malloc(sizeof(long) * (size_t)(m + 1));
-    if (!suffix)
+    /* Under cut k (edges 0..k-1 near) an edge j >= k whose endpoints were connected before k
+     * is a violation: a far pair inside one child. violations[k] counts them for every k at
+     * once: edge j violates the cuts connected_at(j) < k <= j. A cut is consistent when its
+     * violations are outliers: all samples of a near pair in the jitter's tail, rare but not
+     * negligible over thousands of pairs taken with two samples. */
+    long *violations = calloc((size_t)(2 * m + 1), sizeof(long));
+    if (!violations)
         return TS_ENOMEM;
-    suffix[m] = LONG_MAX;
-    for (long j = m - 1; j >= 0; j--) {
+    long *conn = violations + m + 1;    /* edge -> when its endpoints got connected */
+    /* A pair far above the top of the region's RTTs is an outlier whatever the cut: it is
+     * neither a far pair nor a violation (nor, alone, a test: frags_build) */
+    long qtop = (long)(FAR_QUANTILE * (double)m);
+    if (qtop < 2)
+        qtop = 2;
+    if (qtop > m - 1)
+        qtop = m - 1;
+    r->far_hi = F->M[mi[m - 1 - qtop]].d * FAR_CEIL;
+    for (long j = 0; j < m; j++) {
         long c = connected_at(F, F->M[mi[j]].a, F->M[mi[j]].b);
-        suffix[j] = c < suffix[j + 1] ? c : suffix[j + 1];
+        conn[j] = c;
+        if (c < j && F->M[mi[j]].d <= r->far_hi) {
+            violations[c + 1]++;
+            violations[j + 1]--;
+        }
     }
+    for (long j = 1; j <= m; j++)
+        violations[j] += violations[j - 1];
     /* The spread of the lowest class (pairs within GAP_MIN of the smallest RTT) is the
      * noise a gap must stand out of: pendant and jitter differences between pairs of one
      * level, which in a star region could otherwise open a small gap by chance. */
@@ -252,7 +282,7 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
     if (nlow >= 5) {
         double *low = malloc(sizeof(double) * (size_t)nlow);
         if (!low) {
-            free(suffix);
+            free(violations);
             return TS_ENOMEM;
         }
         for (long j = 0; j < nlow; j++)
@@ -267,23 +297,46 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
          * level differ by as much everywhere, so the floor seen higher up holds here */
         floor_us = F->noise_floor_us;
     }
-    long best = 0;
+    /* Cut k with t stragglers: edges below k are near, edges from k + t on are far, and the
+     * t between them sit inside the gap (a near pair in the jitter's tail), so they are
+     * neither. A far class of one pair is never trusted: all samples of a pair can land in
+     * the tail. */
+    long best = 0, best_t = 0;
     double best_gap = GAP_MIN;
-    /* a far class of one pair is never trusted: all three samples of a pair can land in
-     * the jitter's tail (about one pair in 4000 here) */
-    for (long k = 1; k < m - 1; k++) {
-        double lo = F->M[mi[k - 1]].d, hi = F->M[mi[k]].d;
-        if (!(lo > 0) || hi - lo < floor_us)
-            continue;
-        double gap = hi / lo - 1.0;
-        if (gap > best_gap && suffix[k] >= k) {
-            best_gap = gap;
-            best = k;
+    for (long t = 0; t <= STRAGGLERS; t++) {
+        /* a straggler is taken out of the classes only when that opens a much wider gap */
+        double need = t == 0 ? GAP_MIN : STRAGGLER_GAIN * best_gap;
+        for (long k = 1; k + t < m - 1; k++) {
+            double lo = F->M[mi[k - 1]].d, hi = F->M[mi[k + t]].d;
+            if (!(lo > 0) || hi - lo < floor_us)
+                continue;
+            double gap = hi / lo - 1.0;
+            if (gap <= best_gap || gap <= need || (t > 0 && m - k - t < STRAGGLER_FAR_MIN))
+                continue;
+            long bad = violations[k];
+            for (long j = k; j < k + t; j++)
+                bad -= conn[j] < k && F->M[mi[j]].d <= r->far_hi;
+            if (bad <= (long)(CUT_OUTLIERS * (double)(m - k - t))) {
+                best_gap = gap;
+                best = k;
+                best_t = t;
+            }
         }
     }
-    free(suffix);
+    free(violations);
+    /* The far band: a near pair whose samples all fell in the jitter's tail lands above the
+     * cut, mostly in the gap below the far class or far above it. One such pair between two
+     * fragments must not keep them apart for good, so a lone far pair outside the band does
+     * not count as a test (frags_build); the pair is tested again with other members. */
+    long farstart = best + best_t, nfar = m - farstart, q = (long)(FAR_QUANTILE * (double)nfar);
+    if (q < 2)
+        q = 2;
+    if (q > nfar - 1)
+        q = nfar - 1;
+    if (best > 0)
+        r->far_lo = fmax(F->M[mi[farstart + q]].d * (1.0 - GAP_MIN), F->M[mi[farstart]].d);
     if (best > 0) {
-        r->cut = 0.5 * (F->M[mi[best - 1]].d + F->M[mi[best]].d);
+        r->cut = 0.5 * (F->M[mi[best - 1]].d + F->M[mi[farstart]].d);
         if (best_gap < F->min_gap)
             F->min_gap = best_gap;
         for (long j = 0; j < best; j++)
@@ -300,23 +353,29 @@ typedef struct frags {
     int *fid;               /* member position -> fragment id */
     int nfrag;
     pairset sep;
+    pairset weak;           /* separate on the word of one far pair: worth a second opinion */
 } frags;
 
 static void frags_free(frags *g)
 {
     free(g->fid);
     free(g->sep.key);
+    free(g->weak.key);
     memset(g, 0, sizeof *g);
 }
 
-static int frags_build(fast *F, frags *g, const int *mem, int nmem, const long *mi, long m,
-                       int *scratch)
+/* Fragment pairs are separate when a pair between them came out inside the region's far band,
+ * or OUTSIDE_BAND_TRUSTED pairs came out above the cut but outside the band (a distance
+ * that keeps coming back is believed). seen counts both per fragment pair, in slots of a
+ * table sized so that it never grows. */
+static int frags_build(fast *F, frags *g, const region *r, const int *mem, int nmem, const long *mi,
+                       long m, int *scratch)
 {
     memset(g, 0, sizeof *g);
     g->mem = mem;
     g->nmem = nmem;
     g->fid = malloc(sizeof(int) * (size_t)(nmem + 1));
-    if (!g->fid || pairset_init(&g->sep, (size_t)m + (size_t)nmem))
+    if (!g->fid || pairset_init(&g->sep, (size_t)m + (size_t)nmem) || pairset_init(&g->weak, 16))
         return -1;
     int *byroot = scratch;     /* node -> fragment id of its root, -1 unset */
     for (int i = 0; i < nmem; i++)
@@ -327,20 +386,50 @@ static int frags_build(fast *F, frags *g, const int *mem, int nmem, const long *
             byroot[rt] = g->nfrag++;
         g->fid[i] = byroot[rt];
     }
-    for (long q = 0; q < m; q++) {
+    pairset seen;
+    if (pairset_init(&seen, (size_t)m + 1))
+        return -1;
+    int *inband = calloc(seen.cap, sizeof(int));
+    int *outside = calloc(seen.cap, sizeof(int));
+    int rc = inband && outside ? 0 : -1;
+    for (long q = 0; q < m && rc == 0; q++) {
         const meas *x = &F->M[mi[q]];
         int fa = byroot[uf_find(F->uf, x->a)], fb = byroot[uf_find(F->uf, x->b)];
-        if (fa != fb && pairset_add(&g->sep, fa, fb))
-            return -1;
+        if (fa == fb)
+            continue;
+        uint64_t k = pair_key(fa, fb);
+        size_t i = pair_slot(&seen, k);
+        if (!seen.key[i]) {
+            seen.key[i] = k;
+            seen.used++;
+        }
+        if (x->d >= r->far_lo && x->d <= r->far_hi)
+            inband[i]++;
+        else
+            outside[i]++;
     }
-    return 0;
+    for (size_t i = 0; i < seen.cap && rc == 0; i++) {
+        if (!seen.key[i] || (inband[i] == 0 && outside[i] < OUTSIDE_BAND_TRUSTED))
+            continue;
+        uint64_t k = seen.key[i] - 1;
+        int fa = (int)(k & 0xffffffffu), fb = (int)(k >> 32);
+        rc = pairset_add(&g->sep, fa, fb);
+        if (rc == 0 && inband[i] + outside[i] == 1)
+            rc = pairset_add(&g->weak, fa, fb);
+    }
+    free(inband);
+    free(outside);
+    free(seen.key);
+    return rc;
 }
 
-/* Plans one round of a region: members of fragments not yet known to be separate meet; the
- * partner is a random free member (so big fragments, whose answers resolve many nodes at once,
- * are met more often). Planned fragment pairs join g->sep, so the next round of a batch tests
- * other ones. Members without a useful partner pair up anyway. Returns the number
- * of pairs written to out, -1 when out of memory; *tests gets the useful ones. */
+/* Plans one round of a region: members of fragments not yet known to be separate meet.
+ * Members of big fragments choose first, and each takes the smallest fragment it may test
+ * among the free members it looks at: a small fragment learns most from a big one (a far
+ * answer rules out a whole chunk of a child), and big fragments are the ones with members
+ * to spare. Planned fragment pairs join g->sep, so the next round of a batch tests other
+ * ones. Members without a useful partner pair up anyway. Returns the number of pairs
+ * written to out, -1 when out of memory; *tests gets the useful ones. */
 static int plan_round(fast *F, frags *g, ts_pair *out, int *tests)
 {
     int nmem = g->nmem;
@@ -358,34 +447,44 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests)
         where[freel[i]] = i;
     int nfree = nmem, np = 0;
     int *order = malloc(sizeof(int) * (size_t)nmem);
-    if (!order) {
+    int *size = calloc((size_t)g->nfrag, sizeof(int));
+    int *bucket = calloc((size_t)nmem + 1, sizeof(int));
+    if (!order || !size || !bucket) {
+        free(order);
+        free(size);
+        free(bucket);
         free(freel);
         return -1;
     }
-    memcpy(order, freel, sizeof(int) * (size_t)nmem);
+    /* members by fragment size, biggest first; a stable counting sort keeps the shuffle
+     * within one size */
+    for (int i = 0; i < nmem; i++)
+        size[g->fid[i]]++;
+    for (int i = 0; i < nmem; i++)
+        bucket[nmem - size[g->fid[i]]]++;
+    for (int i = 1; i <= nmem; i++)
+        bucket[i] += bucket[i - 1];
+    for (int i = nmem - 1; i >= 0; i--)
+        order[--bucket[nmem - size[g->fid[freel[i]]]]] = freel[i];
+    free(bucket);
     for (int oi = 0; oi < nmem; oi++) {
         int x = order[oi];
         if (where[x] < 0)
             continue;
         int a = g->fid[x], u = -1;
-        if (nfree - 1 <= SCAN_LIMIT) {
-            int off = (int)ts_rng_below(&F->rng, (uint64_t)nfree);
-            for (int t = 0; t < nfree && u < 0; t++) {
-                int c = freel[(off + t) % nfree];
-                if (g->fid[c] != a && !pairset_has(&g->sep, a, g->fid[c]))
-                    u = c;
-            }
-        } else {
-            for (int t = 0; t < PICK_TRIES && u < 0; t++) {
-                int c = freel[ts_rng_below(&F->rng, (uint64_t)nfree)];
-                if (g->fid[c] != a && !pairset_has(&g->sep, a, g->fid[c]))
-                    u = c;
-            }
+        int full = nfree - 1 <= SCAN_LIMIT;
+        int off = full ? (int)ts_rng_below(&F->rng, (uint64_t)nfree) : 0;
+        for (int t = 0; t < (full ? nfree : PICK_TRIES); t++) {
+            int c = full ? freel[(off + t) % nfree] : freel[ts_rng_below(&F->rng, (uint64_t)nfree)];
+            if (g->fid[c] != a && !pairset_has(&g->sep, a, g->fid[c]) &&
+                (u < 0 || size[g->fid[c]] < size[g->fid[u]]))
+                u = c;
         }
         if (u < 0)
             continue;
         if (pairset_add(&g->sep, a, g->fid[u])) {
             free(order);
+            free(size);
             free(freel);
             return -1;
         }
@@ -401,8 +500,24 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests)
     }
     *tests = np;
     if (np > 0) {
-        /* everyone else pairs up at random: an evenly loaded region, and near pairs inside
-         * fragments double as a consistency check of the cut */
+        /* Everyone else pairs up at random: an evenly loaded region, and near pairs inside
+         * fragments double as a consistency check of the cut. A free member first looks for
+         * a partner in a fragment that is separate from its own on the word of one far pair:
+         * a second opinion, in case that pair's samples all fell in the jitter's tail. Such
+         * pairs are far like most random ones, so the load stays the same. */
+        for (int i = 0; i + 1 < nfree && g->weak.used > 0; i += 2) {
+            int a = g->fid[freel[i]], u = -1;
+            for (int t = 0; t < PICK_TRIES && u < 0; t++) {
+                int j = i + 1 + (int)ts_rng_below(&F->rng, (uint64_t)(nfree - i - 1));
+                if (g->fid[freel[j]] != a && pairset_has(&g->weak, a, g->fid[freel[j]]))
+                    u = j;
+            }
+            if (u > i + 1) {    /* the partner moves next to it, to be paired below */
+                int tmp = freel[i + 1];
+                freel[i + 1] = freel[u];
+                freel[u] = tmp;
+            }
+        }
         for (int i = 0; i + 1 < nfree; i += 2) {
             out[np].a = g->mem[freel[i]];
             out[np].b = g->mem[freel[i + 1]];
@@ -410,6 +525,7 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests)
         }
     }
     free(order);
+    free(size);
     free(freel);
     return np;
 }
@@ -615,7 +731,7 @@ static int fast_run(fast *F)
                     continue;
                 }
                 frags g;
-                if (frags_build(F, &g, mem, nmem, mi + mstart[r], mstart[r + 1] - mstart[r],
+                if (frags_build(F, &g, R, mem, nmem, mi + mstart[r], mstart[r + 1] - mstart[r],
                                 scratch)) {
                     frags_free(&g);
                     rc = TS_ENOMEM;
@@ -646,8 +762,8 @@ static int fast_run(fast *F)
              * tests came out separate, as most do */
             rc = ts_probe_control(F->e, F->err);
             for (int b = 0; b < MAX_BATCH && rc == TS_OK && np[b] > 0; b++) {
-                rc = ts_probe_round_rule(F->e, pairs + (size_t)b * stride, np[b], &F->rule, st,
-                                         F->err);
+                rc = ts_probe_round_rule(F->e, pairs + (size_t)b * stride, np[b],
+                                         first == 0 ? &F->rule_top : &F->rule, st, F->err);
                 if (rc == TS_OK)
                     rc = store_round(F, st, np[b]);
             }
@@ -715,10 +831,13 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.n = n;
     F.min_gap = INFINITY;
     ts_rng_seed_stream(&F.rng, (uint64_t)n * 0x9e3779b97f4a7c15ULL, 0xfa57u);
-    /* three samples and their minimum: the decisions compare levels ~10x the jitter apart */
+    /* a few samples and their minimum: the decisions compare levels ~10x the jitter apart;
+     * in the top region the loaded far pairs sit ~4x above the near ones, and the cost of a
+     * round is its far pairs' samples, so two do there */
     F.rule = e->rule;
-    F.rule.min_samples = 3;
-    F.rule.max_samples = 3;
+    F.rule.min_samples = F.rule.max_samples = SAMPLES_DEEP;
+    F.rule_top = e->rule;
+    F.rule_top.min_samples = F.rule_top.max_samples = SAMPLES_TOP;
     F.reg = malloc(sizeof(int) * (size_t)n);
     F.uf = malloc(sizeof(int) * (size_t)n);
     F.kpar = malloc(sizeof(int) * (size_t)n);

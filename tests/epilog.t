@@ -156,8 +156,9 @@ done
 grep -q "15 records read, 6 skipped" "$tmp/r3"; ok $? "15 records read, 6 skipped"
 rm -rf "$tmp/rec/job-90"* "$tmp/rec/core.1234" "$tmp/rec/notes.txt" "$tmp/rec/subdir"
 
-# without --baseline the epilog reads baseline.yaml beside the records directory
-spool_job 250 211 --inject "degrade:$leaf:+30%"
+# without --baseline the epilog reads baseline.yaml beside the records directory (+100%: this
+# checks where the baseline comes from, so the slow link must stand out in any one run)
+spool_job 250 211 --inject "degrade:$leaf:+100%"
 run_epilog 250 --policy "$policy" --topology "$tmp/ft8.conf" 2>/dev/null
 awk '/^anomalies:/ {a=1} a && /link:/' "$tmp/rec/job-250.yaml" | grep -q "link: \"$leaf\""
 ok $? "the default baseline is baseline.yaml beside the records directory"
