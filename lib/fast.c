@@ -23,8 +23,25 @@
  * Costs: adaptive planning needs a gather/scatter step (charged 2 ceil(log2 N) round trips),
  * so one step plans a batch of rounds, the later ones assuming the earlier tests come out
  * separate (most do). Pairs measured at one depth inside a child region are kept as evidence
- * there. Decisions use each pair's minimum of three samples: jitter and outliers only add; a
- * far class made of a single pair is never trusted (three samples in the jitter's tail).
+ * there. Decisions use each pair's minimum of a few samples (jitter and outliers only add):
+ * two in the top region, where loaded far pairs sit ~4x above near ones and a round costs its
+ * far pairs' samples, three below. All samples of a near pair can still land in the jitter's
+ * tail, and four rules keep such a pair from deciding anything on its own: a cut may keep a
+ * few violations (CUT_OUTLIERS); a pair alone inside a gap is a straggler, neither near nor
+ * far (STRAGGLERS); one far pair separates two fragments only inside the region's far band,
+ * outside it OUTSIDE_BAND_TRUSTED are needed; and a separation resting on one pair gets a
+ * second opinion from the padding pairs. A far class of a single pair is never trusted, nor
+ * one made only of evidence carried from above (fewer samples, another load), nor a cut that
+ * joins all of a region's nodes. A region ends when no fragment pair is left untested; when
+ * random partners find none, every pair of its fragments is checked before it does.
+ *
+ * Light rounds: near the end of the top region only a few fragment pairs are left to test,
+ * and padding every member would make each of those rounds as costly as a full one. A round
+ * with few tests is a light round instead: a fixed small number of pairs (one per LIGHT_SHARE
+ * members), an eighth of them near references (two members of one fragment). Light rounds
+ * load the fabric alike among themselves but not like heavy ones, so their pairs have a cut
+ * of their own, which must keep the nodes heavy rounds joined together, and decide nothing
+ * until they have one. Regions under LIGHT_MIN_PAIRS light pairs use heavy rounds only.
  *
  * Limits (see the bench): the near/far cut is a threshold, so it needs every child of a region
  * to sit at about the same depth below it, as in fat trees and other level-structured fabrics.
@@ -56,15 +73,21 @@
 #define AMBIGUOUS_MIN 48    /* ... "big": more nodes than a tournament would cost rounds */
 #define PICK_TRIES 24       /* random partner fragments tried before a member pads */
 #define SCAN_LIMIT 256      /* below this many open fragments, partners are searched in full */
+#define SWEEP_FRAGS 512     /* below this many fragments, every untested pair is offered a test */
 #define MAX_BATCH 8         /* rounds planned per gather/scatter step, at most */
 #define BATCH_TOP 4         /* ... in the top region, where a test joins fragments 1 time in ~d */
 #define BATCH_DEEP 8        /* ... below it, where regions are small and mostly tournaments */
+#define LIGHT_SHARE 4      /* a light round has one pair per this many members (plan_round) */
+#define LIGHT_MIN_PAIRS 128 /* ... and at least this many, or there are none */
+#define LIGHT_TRIAL 4       /* light rounds a region tries before it needs their own cut */
 #define SAMPLES_TOP 2       /* samples per pair in the top region, where far pairs are loaded most */
 #define SAMPLES_DEEP 3      /* ... and below it, where the levels are ~30% apart */
 
 typedef struct meas {
     int a, b;
     double d;
+    int light;              /* measured in a light round (see plan_round) */
+    int carried;            /* measured at a shallower depth, kept as evidence here */
 } meas;
 
 typedef struct region {
@@ -74,7 +97,9 @@ typedef struct region {
     int ambiguous;          /* big, and no cut after AMBIGUOUS_ROUNDS: kept as one switch */
     double cut;             /* RTT between near and far pairs; NAN = star */
     double typical;         /* median RTT of the region's pairs (the star's level) */
-    double far_lo, far_hi;  /* a single far pair outside this band proves nothing (see frags) */
+    double far_lo[2], far_hi[2]; /* per round class: one far pair outside proves nothing */
+    int light_cut;          /* the light rounds' pairs have a cut of their own */
+    int light_rounds;
 } region;
 
 /* A set of unordered fragment pairs (open addressing). */
@@ -213,26 +238,39 @@ static int kfind(const fast *F, int x)
     return x;
 }
 
-/* Choose the region's cut (see the header) and leave its fragments in F->uf. mi lists the
- * region's measurements; it is sorted by RTT here. */
-static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, long m)
+/* The cut of one class of a region's rounds (heavy or light, see plan_round): near pairs
+ * join in F->uf. mi lists the class's measurements; it is sorted by RTT here. Returns the
+ * index of the first pair above the cut in *cut_at (0: no cut). */
+static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, long *mi, long m,
+                     long *cut_at)
 {
+    *cut_at = 0;
     for (int i = 0; i < nmem; i++) {
         int x = mem[i];
-        F->uf[x] = F->kpar[x] = x;
+        F->kpar[x] = x;
         F->krank[x] = 0;
         F->ktime[x] = LONG_MAX;
     }
-    r->cut = NAN;
-    r->typical = NAN;
-    r->far_lo = 0;
-    r->far_hi = INFINITY;
+    r->far_lo[light] = light ? INFINITY : 0;
+    r->far_hi[light] = INFINITY;
     if (m == 0)
         return TS_OK;
     qsort_r(mi, (size_t)m, sizeof *mi, cmp_meas_index, F->M);
-    r->typical = F->M[mi[m / 2]].d;
+    if (!light)
+        r->typical = F->M[mi[m / 2]].d;
+    /* merges[k]: edges below k that joined two groups; a cut that leaves one group splits
+     * nothing (its far class would be outliers only). own[k]: pairs from k on measured in
+     * this region's own rounds; evidence carried from above (fewer samples, another load)
+     * may join nodes but never splits a region on its own. */
+    long *merges = calloc((size_t)(2 * m + 2), sizeof(long));
+    if (!merges)
+        return TS_ENOMEM;
+    long *own = merges + m + 1;
+    for (long j = m - 1; j >= 0; j--)
+        own[j] = own[j + 1] + !F->M[mi[j]].carried;
     for (long j = 0; j < m; j++) {
         int a = kfind(F, F->M[mi[j]].a), b = kfind(F, F->M[mi[j]].b);
+        merges[j + 1] = merges[j] + (a != b);
         if (a == b)
             continue;
         if (F->krank[a] < F->krank[b]) {
@@ -251,8 +289,10 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
      * violations are outliers: all samples of a near pair in the jitter's tail, rare but not
      * negligible over thousands of pairs taken with two samples. */
     long *violations = calloc((size_t)(2 * m + 1), sizeof(long));
-    if (!violations)
+    if (!violations) {
+        free(merges);
         return TS_ENOMEM;
+    }
     long *conn = violations + m + 1;    /* edge -> when its endpoints got connected */
     /* A pair far above the top of the region's RTTs is an outlier whatever the cut: it is
      * neither a far pair nor a violation (nor, alone, a test: frags_build) */
@@ -261,11 +301,15 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
         qtop = 2;
     if (qtop > m - 1)
         qtop = m - 1;
-    r->far_hi = F->M[mi[m - 1 - qtop]].d * FAR_CEIL;
+    r->far_hi[light] = F->M[mi[m - 1 - qtop]].d * FAR_CEIL;
     for (long j = 0; j < m; j++) {
         long c = connected_at(F, F->M[mi[j]].a, F->M[mi[j]].b);
+        /* in the light class, two nodes the heavy rounds already joined are near: above
+         * a light cut they count against it like any violation */
+        if (light && uf_find(F->uf, F->M[mi[j]].a) == uf_find(F->uf, F->M[mi[j]].b))
+            c = -1;
         conn[j] = c;
-        if (c < j && F->M[mi[j]].d <= r->far_hi) {
+        if (c < j && F->M[mi[j]].d <= r->far_hi[light]) {
             violations[c + 1]++;
             violations[j + 1]--;
         }
@@ -279,10 +323,11 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
     long nlow = 0;
     while (nlow < m && F->M[mi[nlow]].d <= F->M[mi[0]].d * (1.0 + GAP_MIN))
         nlow++;
-    if (nlow >= 5) {
+    if (nlow >= 5 && !light) {
         double *low = malloc(sizeof(double) * (size_t)nlow);
         if (!low) {
             free(violations);
+            free(merges);
             return TS_ENOMEM;
         }
         for (long j = 0; j < nlow; j++)
@@ -292,7 +337,7 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
         free(low);
         if (floor_us > F->noise_floor_us)
             F->noise_floor_us = floor_us;
-    } else {
+    } else if (!light) {
         /* too few pairs to see their own noise (a leaf of four nodes has six): pairs of one
          * level differ by as much everywhere, so the floor seen higher up holds here */
         floor_us = F->noise_floor_us;
@@ -311,11 +356,12 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
             if (!(lo > 0) || hi - lo < floor_us)
                 continue;
             double gap = hi / lo - 1.0;
-            if (gap <= best_gap || gap <= need || (t > 0 && m - k - t < STRAGGLER_FAR_MIN))
+            if (gap <= best_gap || gap <= need || (t > 0 && m - k - t < STRAGGLER_FAR_MIN) ||
+                nmem - merges[k] < 2 || own[k + t] == 0)
                 continue;
             long bad = violations[k];
             for (long j = k; j < k + t; j++)
-                bad -= conn[j] < k && F->M[mi[j]].d <= r->far_hi;
+                bad -= conn[j] < k && F->M[mi[j]].d <= r->far_hi[light];
             if (bad <= (long)(CUT_OUTLIERS * (double)(m - k - t))) {
                 best_gap = gap;
                 best = k;
@@ -324,6 +370,7 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
         }
     }
     free(violations);
+    free(merges);
     /* The far band: a near pair whose samples all fell in the jitter's tail lands above the
      * cut, mostly in the gap below the far class or far above it. One such pair between two
      * fragments must not keep them apart for good, so a lone far pair outside the band does
@@ -333,16 +380,44 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, lo
         q = 2;
     if (q > nfar - 1)
         q = nfar - 1;
-    if (best > 0)
-        r->far_lo = fmax(F->M[mi[farstart + q]].d * (1.0 - GAP_MIN), F->M[mi[farstart]].d);
     if (best > 0) {
-        r->cut = 0.5 * (F->M[mi[best - 1]].d + F->M[mi[farstart]].d);
-        if (best_gap < F->min_gap)
-            F->min_gap = best_gap;
+        r->far_lo[light] = fmax(F->M[mi[farstart + q]].d * (1.0 - GAP_MIN), F->M[mi[farstart]].d);
+        if (!light) {
+            r->cut = 0.5 * (F->M[mi[best - 1]].d + F->M[mi[farstart]].d);
+            if (best_gap < F->min_gap)
+                F->min_gap = best_gap;
+        }
         for (long j = 0; j < best; j++)
             uf_union(F->uf, F->M[mi[j]].a, F->M[mi[j]].b);
     }
+    *cut_at = best;
     return TS_OK;
+}
+
+/* Choose the region's cut (see the header) and leave its fragments in F->uf. Heavy and light
+ * rounds load the fabric differently, so each class has its own cut, and the near pairs of
+ * both join. A light class without a cut of its own decides nothing. mi lists the region's
+ * measurements; it is reordered here, heavy ones first. */
+static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, long m)
+{
+    for (int i = 0; i < nmem; i++)
+        F->uf[mem[i]] = mem[i];
+    r->cut = NAN;
+    r->typical = NAN;
+    r->light_cut = 0;
+    long nheavy = 0;
+    for (long j = 0; j < m; j++)
+        if (!F->M[mi[j]].light) {
+            long t = mi[nheavy];
+            mi[nheavy++] = mi[j];
+            mi[j] = t;
+        }
+    long at = 0;
+    int rc = cut_class(F, r, 0, mem, nmem, mi, nheavy, &at);
+    if (rc == TS_OK)
+        rc = cut_class(F, r, 1, mem, nmem, mi + nheavy, m - nheavy, &at);
+    r->light_cut = at > 0;
+    return rc;
 }
 
 /* The fragments of a region under its current cut, and the fragment pairs known (or, within
@@ -403,7 +478,9 @@ static int frags_build(fast *F, frags *g, const region *r, const int *mem, int n
             seen.key[i] = k;
             seen.used++;
         }
-        if (x->d >= r->far_lo && x->d <= r->far_hi)
+        if (x->light && !r->light_cut)
+            continue;
+        if (x->d >= r->far_lo[x->light] && x->d <= r->far_hi[x->light])
             inband[i]++;
         else
             outside[i]++;
@@ -430,8 +507,107 @@ static int frags_build(fast *F, frags *g, const region *r, const int *mem, int n
  * to spare. Planned fragment pairs join g->sep, so the next round of a batch tests other
  * ones. Members without a useful partner pair up anyway. Returns the number of pairs
  * written to out, -1 when out of memory; *tests gets the useful ones. */
-static int plan_round(fast *F, frags *g, ts_pair *out, int *tests)
+/* Plans a test for every fragment pair not in g->sep, as far as free members last; see
+ * plan_round. Fragments are visited in random order. */
+static int sweep_untested(fast *F, frags *g, int *freel, int *where, int *nfree, ts_pair *out,
+                          int *np)
 {
+    int nfrag = g->nfrag;
+    int *start = calloc((size_t)nfrag + 1, sizeof(int));
+    int *list = malloc(sizeof(int) * (size_t)(*nfree + 1));
+    int *cur = malloc(sizeof(int) * (size_t)(nfrag + 1));
+    int *fo = malloc(sizeof(int) * (size_t)(nfrag + 1));
+    if (!start || !list || !cur || !fo) {
+        free(start);
+        free(list);
+        free(cur);
+        free(fo);
+        return -1;
+    }
+    for (int i = 0; i < *nfree; i++)
+        start[g->fid[freel[i]] + 1]++;
+    for (int f = 0; f < nfrag; f++)
+        start[f + 1] += start[f];
+    memcpy(cur, start, sizeof(int) * (size_t)nfrag);
+    for (int i = 0; i < *nfree; i++)
+        list[cur[g->fid[freel[i]]]++] = freel[i];
+    memcpy(cur, start, sizeof(int) * (size_t)nfrag);
+    for (int f = 0; f < nfrag; f++)
+        fo[f] = f;
+    ts_rng_shuffle_int(&F->rng, fo, nfrag);
+    int rc = 0;
+    for (int i = 0; i < nfrag && rc == 0; i++) {
+        int fa = fo[i];
+        for (int j = i + 1; j < nfrag && cur[fa] < start[fa + 1]; j++) {
+            int fb = fo[j];
+            if (cur[fb] >= start[fb + 1] || pairset_has(&g->sep, fa, fb))
+                continue;
+            int x = list[cur[fa]++], u = list[cur[fb]++];
+            if ((rc = pairset_add(&g->sep, fa, fb)) != 0)
+                break;
+            out[*np].a = g->mem[x];
+            out[*np].b = g->mem[u];
+            (*np)++;
+            for (int z = 0; z < 2; z++) {
+                int c = z ? u : x, s = where[c], last = freel[--*nfree];
+                freel[s] = last;
+                where[last] = s;
+                where[c] = -1;
+            }
+        }
+    }
+    free(start);
+    free(list);
+    free(cur);
+    free(fo);
+    return rc;
+}
+
+/* Pads a light round up to `want` pairs: an eighth are near references (two members of one
+ * fragment, near by what is known), so every light round shows the near level under its own
+ * load; the rest pair up at random, with second opinions first as in a heavy round. Returns
+ * the number of pairs added after out[np], -1 when out of memory. */
+static int pad_light(fast *F, frags *g, const int *size, int *freel, int nfree, ts_pair *out,
+                     int np, int want)
+{
+    unsigned char *taken = calloc((size_t)nfree + 1, 1);
+    if (!taken)
+        return -1;
+    int added = 0, refs = want / 8;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < nfree && np + added < want; i++) {
+            if (taken[i] || (pass == 0 && (refs <= 0 || size[g->fid[freel[i]]] < 2)))
+                continue;
+            int a = g->fid[freel[i]], u = -1;
+            for (int t = 0; t < PICK_TRIES && u < 0; t++) {
+                int j = (int)ts_rng_below(&F->rng, (uint64_t)nfree);
+                if (j == i || taken[j])
+                    continue;
+                int b = g->fid[freel[j]];
+                if (pass == 0 ? b == a : b != a && pairset_has(&g->weak, a, b))
+                    u = j;
+            }
+            for (int j = i + 1; pass == 1 && u < 0 && j < nfree; j++)
+                if (!taken[j])
+                    u = j;
+            if (u < 0)
+                continue;
+            taken[i] = taken[u] = 1;
+            out[np + added].a = g->mem[freel[i]];
+            out[np + added].b = g->mem[freel[u]];
+            added++;
+            refs -= pass == 0;
+        }
+    }
+    free(taken);
+    return added;
+}
+
+/* light_pairs > 0: when the round has at most half that many tests, it is a light round of
+ * exactly light_pairs pairs (*light = 1) instead of a heavy one with every member busy. */
+static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pairs, int *light)
+{
+    *light = 0;
     int nmem = g->nmem;
     *tests = 0;
     if (nmem < 3 || g->nfrag < 2)
@@ -498,8 +674,30 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests)
             where[c] = -1;
         }
     }
+    /* Random partners can miss the last untested fragment pairs of a big region (a singleton
+     * among thousands of free members), and a round without tests ends the region: before
+     * it does, every pair of fragments not known to be separate is offered its test. */
+    int rc = 0;
+    if (np == 0 && g->nfrag <= SWEEP_FRAGS)
+        rc = sweep_untested(F, g, freel, where, &nfree, out, &np);
+    {
+        if (rc) {
+            free(order);
+            free(size);
+            free(freel);
+            return -1;
+        }
+    }
     *tests = np;
-    if (np > 0) {
+    if (np > 0 && light_pairs > 0 && 2 * np <= light_pairs) {
+        int added = pad_light(F, g, size, freel, nfree, out, np, light_pairs);
+        if (added < 0) {
+            np = -1;
+        } else {
+            np += added;
+            *light = 1;
+        }
+    } else if (np > 0) {
         /* Everyone else pairs up at random: an evenly loaded region, and near pairs inside
          * fragments double as a consistency check of the cut. A free member first looks for
          * a partner in a fragment that is separate from its own on the word of one far pair:
@@ -578,7 +776,8 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
             next_reg[x] = -1;   /* never measured (deadline): reported, not placed */
             continue;
         }
-        if (size[rt] == 1 || nmem <= 2) {
+        if (size[rt] == 1 || nmem <= 2 || size[rt] == nmem) {
+            /* (one fragment of all the nodes would be this region again: a star) */
             if (ts_utree_add(F->t, F->R[ri].vert, h, x) < 0)
                 return TS_ENOMEM;
             if (F->R[ri].ambiguous) {
@@ -613,7 +812,7 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
     return TS_OK;
 }
 
-static int store_round(fast *F, const ts_pair_stats *st, int np)
+static int store_round(fast *F, const ts_pair_stats *st, int np, int light)
 {
     if (F->nm + np > F->capm) {
         long cap = F->capm ? F->capm * 2 : 4096;
@@ -640,6 +839,8 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
         F->count[st[i].b]++;
         F->M[F->nm].a = st[i].a;
         F->M[F->nm].b = st[i].b;
+        F->M[F->nm].light = light;
+        F->M[F->nm].carried = 0;
         F->M[F->nm++].d = st[i].min_us;
     }
     return TS_OK;
@@ -709,7 +910,7 @@ static int fast_run(fast *F)
                 if (!F->dead[F->M[k].a] && !F->dead[F->M[k].b])
                     mi[mfill[F->reg[F->M[k].a] - first]++] = k;
             free(mfill);
-            int np[MAX_BATCH] = {0};
+            int np[MAX_BATCH] = {0}, lightb[MAX_BATCH] = {0};
             size_t stride = (size_t)(n / 2 + 1);
             active = 0;
             for (int r = 0; r < nr && rc == TS_OK; r++) {
@@ -738,9 +939,19 @@ static int fast_run(fast *F)
                     break;
                 }
                 int batch = first == 0 ? BATCH_TOP : BATCH_DEEP;
+                /* light rounds only in the top region, the one region of its depth: below,
+                 * several regions share a round, and their rounds are cheap anyway */
+                int light_pairs = first == 0 ? nmem / LIGHT_SHARE : 0;
+                if (light_pairs < LIGHT_MIN_PAIRS)
+                    light_pairs = 0;    /* too few pairs to show their own near and far levels */
+                /* light rounds that never find a cut of their own would decide nothing:
+                 * after a few, the region goes back to heavy rounds */
+                if (!R->light_cut && R->light_rounds >= LIGHT_TRIAL)
+                    light_pairs = 0;
                 for (int b = 0; b < batch; b++) {
-                    int tests = 0;
-                    int got = plan_round(F, &g, pairs + (size_t)b * stride + np[b], &tests);
+                    int tests = 0, light = 0;
+                    int got = plan_round(F, &g, pairs + (size_t)b * stride + np[b], &tests,
+                                         light_pairs, &light);
                     if (got < 0) {
                         rc = TS_ENOMEM;
                         break;
@@ -753,6 +964,8 @@ static int fast_run(fast *F)
                     active = 1;
                     R->rounds++;
                     np[b] += got;
+                    lightb[b] = light;
+                    R->light_rounds += light;
                 }
                 frags_free(&g);
             }
@@ -765,7 +978,7 @@ static int fast_run(fast *F)
                 rc = ts_probe_round_rule(F->e, pairs + (size_t)b * stride, np[b],
                                          first == 0 ? &F->rule_top : &F->rule, st, F->err);
                 if (rc == TS_OK)
-                    rc = store_round(F, st, np[b]);
+                    rc = store_round(F, st, np[b], lightb[b]);
             }
         }
         if (rc == TS_ELIMIT || rc == TS_OK) {
@@ -799,8 +1012,11 @@ static int fast_run(fast *F)
         long kept = 0;
         for (long k = 0; k < F->nm; k++) {
             int ra = F->reg[F->M[k].a], rb = F->reg[F->M[k].b];
-            if (ra >= last && ra == rb && !F->dead[F->M[k].a] && !F->dead[F->M[k].b])
-                F->M[kept++] = F->M[k];
+            if (ra >= last && ra == rb && !F->dead[F->M[k].a] && !F->dead[F->M[k].b]) {
+                F->M[kept] = F->M[k];
+                F->M[kept].carried = 1;
+                F->M[kept++].light = 0;     /* below, every round is a heavy one */
+            }
         }
         F->nm = kept;
         first = last;

@@ -161,6 +161,40 @@ static void test_ambiguous(void)
     }
 }
 
+/* Light rounds and the end of a region: the 1024-node tree and a 512-node tree of 16 pods
+ * with 4 leaves each (where light rounds alone once put a pod's leaves apart), exact over
+ * several seeds. Every run has to end, too: a cut that joined all of a region's nodes once
+ * made the same region again, forever. */
+static void test_light_rounds(void)
+{
+    static const int shape[] = {16, 4, 8};
+    struct { const char *what; int regular; int seeds; } cases[] = {
+        {"1024-node fat tree", 0, 8},
+        {"16x4x8 tree", 1, 12},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        ts_fabric_init(&f);
+        if (cases[c].regular)
+            ts_gen_regular(&f, shape, 3, 7, &err);
+        else
+            ts_gen_fat_tree(&f, 16, 7, &err);
+        int exact = 0;
+        for (uint64_t seed = 1; seed <= (uint64_t)cases[c].seeds; seed++) {
+            run r = simulate(&f, "ethernet", 0, 100 + seed, 0);
+            if (r.rc == TS_OK && r.acc.tree_exact && r.nodes_in_tree == f.nnodes)
+                exact++;
+            else
+                diag("%s seed %llu: missing %d extra %d", cases[c].what,
+                     (unsigned long long)(100 + seed), r.acc.splits_missing, r.acc.splits_extra);
+        }
+        ok(exact == cases[c].seeds, "ethernet %s: %d/%d seeds exact", cases[c].what, exact,
+           cases[c].seeds);
+        ts_fabric_free(&f);
+    }
+}
+
 static void sweep(int seeds, int p, const char *profile)
 {
     for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
@@ -191,6 +225,7 @@ int main(void)
     test_small_leaves();
     test_fat_tree_1024("ethernet", 100);
     test_fat_tree_1024("infiniband", 10);
+    test_light_rounds();
     test_irregular();
     test_small_budget();
     test_ambiguous();
