@@ -1033,6 +1033,28 @@ out:
     return rc;
 }
 
+/* The top region split straight into leaf switches (every child of the root a switch whose
+ * children are nodes, two or more of them). A fabric really built so is level-structured,
+ * but so is what the top cut makes of an irregular one when the only consistent cut it finds
+ * is the lowest, contention-free class of same-leaf pairs: the additive method tells them
+ * apart, at one round per pair of leaves. */
+static int flat_tree(const fast *F)
+{
+    const ts_utree *t = F->t;
+    int root = F->R[0].vert, switches = 0;
+    for (int v = 0; v < t->nvert; v++) {
+        if (t->parent[v] != root)
+            continue;
+        if (t->node[v] != TS_NONE)
+            return 0;
+        switches++;
+        for (int u = 0; u < t->nvert; u++)
+            if (t->parent[u] == v && t->node[u] == TS_NONE)
+                return 0;
+    }
+    return switches >= 2;
+}
+
 int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err)
 {
     int rc0 = ts_method_begin("the fast method", e, tree, rep, err);
@@ -1074,7 +1096,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
         int lv = ts_irr_level_structured(tree);
         if (lv < 0)
             rc = TS_ENOMEM;
-        else if (lv == 0 || F.nambiguous > 0) {
+        else if (lv == 0 || F.nambiguous > 0 || flat_tree(&F)) {
             /* nodes at different depths, or a region without any cut: the threshold cuts
              * cannot be trusted there, so the tree comes from the additive method instead
              * (on failure fast's tree stays) */

@@ -417,11 +417,29 @@ int ts_irr_discover(ts_probe_engine *e, const ts_stop_rule *rule, const unsigned
     if (rc == TS_OK && I.nlive < 2)
         goto out;   /* nothing to improve on */
     /* what fast measured is evidence for the grouping too: a same-leaf pair is never
-     * inflated, and any pair above the cut keeps its fragments apart */
-    for (long i = 0; rc == TS_OK && i < ts_probe_npairs(e); i++) {
-        const ts_pair_stats *st = ts_probe_pair_at(e, i);
-        if (st->samples > 0 && live[st->a] && live[st->b])
-            rc = store(&I, st, 1);
+     * inflated, and any pair above the cut keeps its fragments apart. Pairs taken with fewer
+     * samples than this rule's (fast's top region takes two) sit in the jitter's tail more
+     * often, so they only join: they are kept when below the cut the others give. */
+    for (int pass = 0; pass < 2 && rc == TS_OK; pass++) {
+        double cut = INFINITY;
+        if (pass == 1 && I.nm > 0) {
+            double *tmp = malloc(sizeof(double) * (size_t)I.nm);
+            if (!tmp) {
+                rc = TS_ENOMEM;
+                break;
+            }
+            memcpy(tmp, I.md, sizeof(double) * (size_t)I.nm);
+            cut = ts_irr_same_leaf_cut(tmp, I.nm, SAME_LEAF_REL, NULL);
+            free(tmp);
+        }
+        for (long i = 0; rc == TS_OK && i < ts_probe_npairs(e); i++) {
+            const ts_pair_stats *st = ts_probe_pair_at(e, i);
+            if (st->samples == 0 || !live[st->a] || !live[st->b])
+                continue;
+            int full = st->samples >= rule->min_samples;
+            if (pass == 0 ? full : !full && st->min_us < cut)
+                rc = store(&I, st, 1);
+        }
     }
     if (rc == TS_OK)
         rc = find_groups(&I, &g);
