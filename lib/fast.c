@@ -60,6 +60,7 @@
 #include "fast_irregular.h"
 #include "toposcope/rng.h"
 
+#define FLAT_MIN_LEAVES 8   /* a flat tree with this many leaf switches is checked (flat_tree) */
 #define GAP_MIN 0.12        /* a level step is >= ~15% of the same-switch RTT in both profiles */
 #define CUT_OUTLIERS 0.002  /* pairs above a cut that may join nodes it already connects */
 #define STRAGGLERS 2        /* pairs that may sit inside a gap, neither near nor far, ... */
@@ -1034,10 +1035,12 @@ out:
 }
 
 /* The top region split straight into leaf switches (every child of the root a switch whose
- * children are nodes, two or more of them). A fabric really built so is level-structured,
- * but so is what the top cut makes of an irregular one when the only consistent cut it finds
- * is the lowest, contention-free class of same-leaf pairs: the additive method tells them
- * apart, at one round per pair of leaves. */
+ * children are nodes, FLAT_MIN_LEAVES or more of them). A fabric really built so is
+ * level-structured, but so is what the top cut makes of an irregular one when the only
+ * consistent cut it finds is the lowest, contention-free class of same-leaf pairs: the
+ * additive method tells them apart, at one round per pair of leaves. With fewer leaves its
+ * matrix has too few quartets to tell its own noise (on the testbed's four leaves it made a
+ * switch of two of them), and an irregular fabric cut down to so few leaves is unlikely. */
 static int flat_tree(const fast *F)
 {
     const ts_utree *t = F->t;
@@ -1052,7 +1055,7 @@ static int flat_tree(const fast *F)
             if (t->parent[u] == v && t->node[u] == TS_NONE)
                 return 0;
     }
-    return switches >= 2;
+    return switches >= FLAT_MIN_LEAVES;
 }
 
 int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err)
