@@ -653,9 +653,14 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
         int off = full ? (int)ts_rng_below(&F->rng, (uint64_t)nfree) : 0;
         for (int t = 0; t < (full ? nfree : PICK_TRIES); t++) {
             int c = full ? freel[(off + t) % nfree] : freel[ts_rng_below(&F->rng, (uint64_t)nfree)];
-            if (g->fid[c] != a && !pairset_has(&g->sep, a, g->fid[c]) &&
-                (u < 0 || size[g->fid[c]] < size[g->fid[u]]))
-                u = c;
+            if (g->fid[c] == a || (u >= 0 && size[g->fid[c]] >= size[g->fid[u]]) ||
+                pairset_has(&g->sep, a, g->fid[c]))
+                continue;
+            u = c;
+            /* nothing is smaller than a singleton: the full scan stops at the first one it
+             * may test (the random tries keep drawing, so the draws stay as they were) */
+            if (full && size[g->fid[u]] == 1)
+                break;
         }
         if (u < 0)
             continue;
