@@ -82,6 +82,9 @@
 #define LIGHT_MIN_PAIRS 128 /* ... and at least this many, or there are none */
 #define LIGHT_TRIAL 4       /* light rounds a region tries before it needs their own cut */
 #define SAMPLES_TOP 2       /* samples per pair in the top region, where far pairs are loaded most */
+#define SAMPLES_TOP_MIN_NODES 256 /* ... in a top region of this many nodes: fewer load far
+                                   * pairs too little to set them 4x apart, and real hosts'
+                                   * scheduling delays need the third sample (testbed) */
 #define SAMPLES_DEEP 3      /* ... and below it, where the levels are ~30% apart */
 
 typedef struct meas {
@@ -982,7 +985,9 @@ static int fast_run(fast *F)
             rc = ts_probe_control(F->e, F->err);
             for (int b = 0; b < MAX_BATCH && rc == TS_OK && np[b] > 0; b++) {
                 rc = ts_probe_round_rule(F->e, pairs + (size_t)b * stride, np[b],
-                                         first == 0 ? &F->rule_top : &F->rule, st, F->err);
+                                         first == 0 && n >= SAMPLES_TOP_MIN_NODES ? &F->rule_top
+                                                                                  : &F->rule,
+                                         st, F->err);
                 if (rc == TS_OK)
                     rc = store_round(F, st, np[b], lightb[b]);
             }
