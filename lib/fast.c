@@ -58,6 +58,7 @@
 #include "toposcope/discover.h"
 #include "method.h"
 #include "fast_irregular.h"
+#include "unionfind.h"
 #include "toposcope/rng.h"
 
 #define FLAT_MIN_LEAVES 8   /* a flat tree with this many leaf switches is checked (flat_tree) */
@@ -135,23 +136,6 @@ typedef struct fast {
     double noise_floor_us;  /* the largest noise floor of a lowest class measured so far */
     ts_stop_rule rule_top;  /* the stopping rule of the top region's rounds */
 } fast;
-
-static int uf_find(int *uf, int x)
-{
-    while (uf[x] != x) {
-        uf[x] = uf[uf[x]];
-        x = uf[x];
-    }
-    return x;
-}
-
-static void uf_union(int *uf, int a, int b)
-{
-    a = uf_find(uf, a);
-    b = uf_find(uf, b);
-    if (a != b)
-        uf[a < b ? b : a] = a < b ? a : b;
-}
 
 static int pairset_init(pairset *s, size_t want)
 {
@@ -310,7 +294,7 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, lo
         long c = connected_at(F, F->M[mi[j]].a, F->M[mi[j]].b);
         /* in the light class, two nodes the heavy rounds already joined are near: above
          * a light cut they count against it like any violation */
-        if (light && uf_find(F->uf, F->M[mi[j]].a) == uf_find(F->uf, F->M[mi[j]].b))
+        if (light && ts_uf_find(F->uf, F->M[mi[j]].a) == ts_uf_find(F->uf, F->M[mi[j]].b))
             c = -1;
         conn[j] = c;
         if (c < j && F->M[mi[j]].d <= r->far_hi[light]) {
@@ -392,7 +376,7 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, lo
                 F->min_gap = best_gap;
         }
         for (long j = 0; j < best; j++)
-            uf_union(F->uf, F->M[mi[j]].a, F->M[mi[j]].b);
+            ts_uf_union(F->uf, F->M[mi[j]].a, F->M[mi[j]].b);
     }
     *cut_at = best;
     return TS_OK;
@@ -460,7 +444,7 @@ static int frags_build(fast *F, frags *g, const region *r, const int *mem, int n
     for (int i = 0; i < nmem; i++)
         byroot[mem[i]] = -1;
     for (int i = 0; i < nmem; i++) {
-        int rt = uf_find(F->uf, mem[i]);
+        int rt = ts_uf_find(F->uf, mem[i]);
         if (byroot[rt] < 0)
             byroot[rt] = g->nfrag++;
         g->fid[i] = byroot[rt];
@@ -473,7 +457,7 @@ static int frags_build(fast *F, frags *g, const region *r, const int *mem, int n
     int rc = inband && outside ? 0 : -1;
     for (long q = 0; q < m && rc == 0; q++) {
         const meas *x = &F->M[mi[q]];
-        int fa = byroot[uf_find(F->uf, x->a)], fb = byroot[uf_find(F->uf, x->b)];
+        int fa = byroot[ts_uf_find(F->uf, x->a)], fb = byroot[ts_uf_find(F->uf, x->b)];
         if (fa == fb)
             continue;
         uint64_t k = pair_key(fa, fb);
@@ -777,10 +761,10 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
         size[mem[i]] = 0;
     }
     for (int i = 0; i < nmem; i++)
-        size[uf_find(F->uf, mem[i])]++;
+        size[ts_uf_find(F->uf, mem[i])]++;
     double h = region_height(&F->R[ri]);
     for (int i = 0; i < nmem; i++) {
-        int x = mem[i], rt = uf_find(F->uf, x);
+        int x = mem[i], rt = ts_uf_find(F->uf, x);
         if (F->count[x] == 0) {
             next_reg[x] = -1;   /* never measured (deadline): reported, not placed */
             continue;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include "fast_irregular.h"
 #include "toposcope/rng.h"
+#include "unionfind.h"
 
 #define SAME_LEAF_REL 0.15  /* the cut above the same-leaf median: about half a level step */
 #define GROUP_BATCH 8       /* rounds planned per gather/scatter step while grouping */
@@ -96,15 +97,6 @@ typedef struct irr {
     long nm, capm;
     int *uf;
 } irr;
-
-static int find(int *uf, int x)
-{
-    while (uf[x] != x) {
-        uf[x] = uf[uf[x]];
-        x = uf[x];
-    }
-    return x;
-}
 
 static int store(irr *I, const ts_pair_stats *st, int np)
 {
@@ -180,11 +172,8 @@ static int groups_build(irr *I, groups *g, double cut, double unsure)
     for (int i = 0; i < I->nlive; i++)
         I->uf[I->live[i]] = I->live[i];
     for (long k = 0; k < I->nm; k++)
-        if (I->md[k] < cut) {
-            int a = find(I->uf, I->ma[k]), b = find(I->uf, I->mb[k]);
-            if (a != b)
-                I->uf[a < b ? b : a] = a < b ? a : b;
-        }
+        if (I->md[k] < cut)
+            ts_uf_union(I->uf, I->ma[k], I->mb[k]);
     g->fid = malloc(sizeof(int) * (size_t)n);
     g->start = calloc((size_t)I->nlive + 2, sizeof(int));
     g->mem = malloc(sizeof(int) * (size_t)I->nlive + 1);
@@ -194,7 +183,7 @@ static int groups_build(irr *I, groups *g, double cut, double unsure)
     for (int i = 0; i < n; i++)
         g->fid[i] = -1;
     for (int i = 0; i < I->nlive; i++) {
-        int x = I->live[i], r = find(I->uf, x);
+        int x = I->live[i], r = ts_uf_find(I->uf, x);
         if (g->fid[r] < 0)
             g->fid[r] = g->nfrag++;
         g->fid[x] = g->fid[r];

@@ -5,6 +5,7 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/report.h"
+#include "unionfind.h"
 
 typedef struct values {
     int n, cap;
@@ -343,15 +344,6 @@ static int nodeset_add(nodeset *s, const char *name, int *max_names)
     return TS_OK;
 }
 
-static int uf_find(int *p, int x)
-{
-    while (p[x] != x) {
-        p[x] = p[p[x]];
-        x = p[x];
-    }
-    return x;
-}
-
 int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
 {
     nodeset ns = { 0 };
@@ -384,7 +376,7 @@ int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
             continue;
         int first = hl.count ? nodeset_find(&ns, hl.hosts[0]) : -1;
         for (size_t k = 1; k < hl.count; k++) {
-            int a = uf_find(uf, first), b = uf_find(uf, nodeset_find(&ns, hl.hosts[k]));
+            int a = ts_uf_find(uf, first), b = ts_uf_find(uf, nodeset_find(&ns, hl.hosts[k]));
             if (a != b)
                 uf[a] = b;
         }
@@ -398,7 +390,7 @@ int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
     for (int i = 0; i < ns.n; i++)
         leaf_of[i] = -1;
     for (int i = 0; i < ns.n; i++) {
-        int root = uf_find(uf, i);
+        int root = ts_uf_find(uf, i);
         if (leaf_of[root] < 0) {
             char name[32];
             snprintf(name, sizeof name, "leaf%d", ++nleaves);
