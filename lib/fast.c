@@ -156,8 +156,13 @@ static uint64_t pair_key(int a, int b)
 
 static size_t pair_slot(const pairset *s, uint64_t k)
 {
-    uint64_t h = k * 0x9e3779b97f4a7c15ULL;
-    size_t i = (size_t)(h >> 17) & (s->cap - 1);
+    /* a full mix: the low bits of a plain product depend on the low bits of the key only,
+     * and fragment pairs that share their smaller id then pile up in one probe chain */
+    uint64_t h = k;
+    h = (h ^ h >> 30) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ h >> 27) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    size_t i = (size_t)h & (s->cap - 1);
     while (s->key[i] && s->key[i] != k)
         i = (i + 1) & (s->cap - 1);
     return i;
@@ -191,11 +196,16 @@ static int pairset_add(pairset *s, int a, int b)
     return 0;
 }
 
+/* Measurements in RTT order; equal RTTs in the order they were stored. */
+static int meas_before(const meas *M, long x, long y)
+{
+    return M[x].d < M[y].d || (M[x].d == M[y].d && x < y);
+}
+
 static int cmp_meas_index(const void *x, const void *y, void *ctx)
 {
-    const meas *M = ctx;
-    double a = M[*(const long *)x].d, b = M[*(const long *)y].d;
-    return (a > b) - (a < b);
+    long a = *(const long *)x, b = *(const long *)y;
+    return meas_before(ctx, a, b) ? -1 : meas_before(ctx, b, a);
 }
 
 /* The edge index at which a and b became connected in the Kruskal forest (LONG_MAX: never).
@@ -227,10 +237,10 @@ static int kfind(const fast *F, int x)
 }
 
 /* The cut of one class of a region's rounds (heavy or light, see plan_round): near pairs
- * join in F->uf. mi lists the class's measurements; it is sorted by RTT here. Returns the
+ * join in F->uf. mi lists the class's measurements sorted by RTT (meas_before). Returns the
  * index of the first pair above the cut in *cut_at (0: no cut). */
-static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, long *mi, long m,
-                     long *cut_at)
+static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, const long *mi,
+                     long m, long *cut_at)
 {
     *cut_at = 0;
     for (int i = 0; i < nmem; i++) {
@@ -243,7 +253,6 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, lo
     r->far_hi[light] = INFINITY;
     if (m == 0)
         return TS_OK;
-    qsort_r(mi, (size_t)m, sizeof *mi, cmp_meas_index, F->M);
     if (!light)
         r->typical = F->M[mi[m / 2]].d;
     /* merges[k]: edges below k that joined two groups; a cut that leaves one group splits
@@ -385,21 +394,15 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, lo
 /* Choose the region's cut (see the header) and leave its fragments in F->uf. Heavy and light
  * rounds load the fabric differently, so each class has its own cut, and the near pairs of
  * both join. A light class without a cut of its own decides nothing. mi lists the region's
- * measurements; it is reordered here, heavy ones first. */
-static int choose_cut(fast *F, region *r, const int *mem, int nmem, long *mi, long m)
+ * measurements, the nheavy heavy ones first, each class sorted by RTT (meas_before). */
+static int choose_cut(fast *F, region *r, const int *mem, int nmem, const long *mi, long nheavy,
+                      long m)
 {
     for (int i = 0; i < nmem; i++)
         F->uf[mem[i]] = mem[i];
     r->cut = NAN;
     r->typical = NAN;
     r->light_cut = 0;
-    long nheavy = 0;
-    for (long j = 0; j < m; j++)
-        if (!F->M[mi[j]].light) {
-            long t = mi[nheavy];
-            mi[nheavy++] = mi[j];
-            mi[j] = t;
-        }
     long at = 0;
     int rc = cut_class(F, r, 0, mem, nmem, mi, nheavy, &at);
     if (rc == TS_OK)
@@ -839,13 +842,125 @@ static int store_round(fast *F, const ts_pair_stats *st, int np, int light)
     return TS_OK;
 }
 
+/* This depth's measurements by region: region r's heavy ones in [start[r], light[r]) of mi,
+ * its light ones in [light[r], start[r + 1]), each class in RTT order (meas_before). Kept
+ * from step to step: the measurements stored since the last step are sorted on their own
+ * and merged in, so a step costs the region's measurements once, not a sort of them all. */
+typedef struct sorted_meas {
+    long *mi, *spare;
+    long cap;
+    long *start, *light;
+    long upto;              /* F->M[0, upto) are in mi */
+} sorted_meas;
+
+static void sorted_free(sorted_meas *S)
+{
+    free(S->mi);
+    free(S->spare);
+    free(S->start);
+    free(S->light);
+    memset(S, 0, sizeof *S);
+}
+
+/* Empty lists for the nr regions of a new depth. */
+static int sorted_reset(sorted_meas *S, int nr)
+{
+    free(S->start);
+    free(S->light);
+    S->start = calloc((size_t)nr + 1, sizeof(long));
+    S->light = calloc((size_t)nr + 1, sizeof(long));
+    S->upto = 0;
+    return S->start && S->light ? 0 : -1;
+}
+
+/* A measurement counts while both its nodes are alive (a node can die after some of its
+ * pairs were stored: fast_run leaves those out from then on). */
+static int meas_live(const fast *F, long k)
+{
+    return !F->dead[F->M[k].a] && !F->dead[F->M[k].b];
+}
+
+/* Merges the sorted lists a and b into out, dropping pairs of dead nodes; returns the count. */
+static long merge_live(const fast *F, long *out, const long *a, long na, const long *b, long nb)
+{
+    long i = 0, j = 0, o = 0;
+    while (i < na || j < nb) {
+        long k = j >= nb || (i < na && meas_before(F->M, a[i], b[j])) ? a[i++] : b[j++];
+        if (meas_live(F, k))
+            out[o++] = k;
+    }
+    return o;
+}
+
+/* Brings S up to F->nm for the nr regions from `first` on. */
+static int sorted_update(fast *F, sorted_meas *S, int first, int nr)
+{
+    long from = S->upto, nnew = F->nm - from, total = S->start[nr];
+    if (total + nnew > S->cap) {
+        long cap = S->cap ? 2 * S->cap : 4096;
+        while (cap < total + nnew)
+            cap *= 2;
+        long *a = realloc(S->mi, sizeof(long) * (size_t)cap);
+        if (a)
+            S->mi = a;
+        long *b = realloc(S->spare, sizeof(long) * (size_t)cap);
+        if (b)
+            S->spare = b;
+        if (!a || !b)
+            return TS_ENOMEM;
+        S->cap = cap;
+    }
+    /* the new ones by (region, class), each bucket sorted */
+    long *bst = calloc((size_t)(2 * nr + 1), sizeof(long));
+    long *cur = malloc(sizeof(long) * (size_t)(2 * nr + 1));
+    long *nb = malloc(sizeof(long) * (size_t)(nnew + 1));
+    if (!bst || !cur || !nb) {
+        free(bst);
+        free(cur);
+        free(nb);
+        return TS_ENOMEM;
+    }
+    for (long k = from; k < F->nm; k++)
+        if (meas_live(F, k))
+            bst[2 * (F->reg[F->M[k].a] - first) + F->M[k].light + 1]++;
+    for (int c = 0; c < 2 * nr; c++)
+        bst[c + 1] += bst[c];
+    memcpy(cur, bst, sizeof(long) * (size_t)(2 * nr));
+    for (long k = from; k < F->nm; k++)
+        if (meas_live(F, k))
+            nb[cur[2 * (F->reg[F->M[k].a] - first) + F->M[k].light]++] = k;
+    for (int c = 0; c < 2 * nr; c++)
+        if (bst[c + 1] - bst[c] > 1)
+            qsort_r(nb + bst[c], (size_t)(bst[c + 1] - bst[c]), sizeof *nb, cmp_meas_index, F->M);
+    long pos = 0;
+    for (int r = 0; r < nr; r++) {
+        long os = S->start[r], ol = S->light[r], oe = S->start[r + 1];
+        S->start[r] = pos;
+        pos += merge_live(F, S->spare + pos, S->mi + os, ol - os, nb + bst[2 * r],
+                          bst[2 * r + 1] - bst[2 * r]);
+        S->light[r] = pos;
+        pos += merge_live(F, S->spare + pos, S->mi + ol, oe - ol, nb + bst[2 * r + 1],
+                          bst[2 * r + 2] - bst[2 * r + 1]);
+    }
+    S->start[nr] = pos;
+    long *t = S->mi;
+    S->mi = S->spare;
+    S->spare = t;
+    S->upto = F->nm;
+    free(bst);
+    free(cur);
+    free(nb);
+    return TS_OK;
+}
+
 static int fast_run(fast *F)
 {
     int n = F->n, rc = TS_OK;
     int *next_reg = malloc(sizeof(int) * (size_t)n);
     int *order = malloc(sizeof(int) * (size_t)n);       /* nodes grouped by region */
     int *rstart = NULL;
-    long *mi = NULL, *mstart = NULL;
+    sorted_meas S;
+    memset(&S, 0, sizeof S);
     int *scratch = malloc(sizeof(int) * (size_t)(6 * n + 8));
     ts_pair *pairs = malloc(sizeof *pairs * (size_t)(n / 2 + 1) * MAX_BATCH);
     ts_pair_stats *st = malloc(sizeof *st * (size_t)(n / 2 + 1));
@@ -864,10 +979,8 @@ static int fast_run(fast *F)
     while (first < F->nreg && rc == TS_OK) {
         int last = F->nreg, nr = last - first;
         free(rstart);
-        free(mstart);
         rstart = calloc((size_t)nr + 1, sizeof(int));
-        mstart = calloc((size_t)nr + 1, sizeof(long));
-        if (!rstart || !mstart) {
+        if (!rstart || sorted_reset(&S, nr)) {
             rc = TS_ENOMEM;
             break;
         }
@@ -884,25 +997,8 @@ static int fast_run(fast *F)
             for (int i = 0; i < n; i++)
                 if (F->reg[i] >= first && !F->dead[i])
                     order[scratch[F->reg[i] - first]++] = i;
-            memset(mstart, 0, sizeof(long) * (size_t)(nr + 1));
-            for (long k = 0; k < F->nm; k++)
-                if (!F->dead[F->M[k].a] && !F->dead[F->M[k].b])
-                    mstart[F->reg[F->M[k].a] - first + 1]++;
-            for (int r = 0; r < nr; r++)
-                mstart[r + 1] += mstart[r];
-            free(mi);
-            mi = malloc(sizeof(long) * (size_t)(F->nm + 1));
-            long *mfill = malloc(sizeof(long) * (size_t)nr);
-            if (!mi || !mfill) {
-                free(mfill);
-                rc = TS_ENOMEM;
+            if ((rc = sorted_update(F, &S, first, nr)) != TS_OK)
                 break;
-            }
-            memcpy(mfill, mstart, sizeof(long) * (size_t)nr);
-            for (long k = 0; k < F->nm; k++)
-                if (!F->dead[F->M[k].a] && !F->dead[F->M[k].b])
-                    mi[mfill[F->reg[F->M[k].a] - first]++] = k;
-            free(mfill);
             int np[MAX_BATCH] = {0}, lightb[MAX_BATCH] = {0};
             size_t stride = (size_t)(n / 2 + 1);
             active = 0;
@@ -910,7 +1006,9 @@ static int fast_run(fast *F)
                 region *R = &F->R[first + r];
                 const int *mem = order + rstart[r];
                 int nmem = rstart[r + 1] - rstart[r];
-                rc = choose_cut(F, R, mem, nmem, mi + mstart[r], mstart[r + 1] - mstart[r]);
+                const long *mi = S.mi + S.start[r];
+                long m = S.start[r + 1] - S.start[r];
+                rc = choose_cut(F, R, mem, nmem, mi, S.light[r] - S.start[r], m);
                 if (rc != TS_OK || R->done)
                     continue;
                 /* a region needs about as many rounds as it has children, never more than
@@ -925,8 +1023,7 @@ static int fast_run(fast *F)
                     continue;
                 }
                 frags g;
-                if (frags_build(F, &g, R, mem, nmem, mi + mstart[r], mstart[r + 1] - mstart[r],
-                                scratch)) {
+                if (frags_build(F, &g, R, mem, nmem, mi, m, scratch)) {
                     frags_free(&g);
                     rc = TS_ENOMEM;
                     break;
@@ -1020,8 +1117,7 @@ out:
     free(next_reg);
     free(order);
     free(rstart);
-    free(mstart);
-    free(mi);
+    sorted_free(&S);
     free(scratch);
     free(pairs);
     free(st);
