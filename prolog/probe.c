@@ -2,10 +2,13 @@
  * `srun --mpi=pmix`, rendezvous through PMIx instead of the prolog's UDP HELLO. */
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <pmix.h>
 #include "agent.h"
@@ -29,7 +32,8 @@ static void usage(FILE *out)
             "runs the probe plan, infers the switch tree and per-link latencies, and writes DIR\n"
             "(made if missing) on its node: topology.conf, tree.yaml, links.yaml and status.yaml\n"
             "(status measured, partial or fallback, and why). Each task finishes within the\n"
-            "budget plus %d ms once the tasks have met.\n"
+            "budget plus %d ms once the tasks have met; a task that has not met the others\n"
+            "within the budget gives up (exit 1, the reason on stderr).\n"
             "\n"
             "options:\n"
             "  --out DIR            where rank 0 writes the files\n"
@@ -47,10 +51,12 @@ typedef struct pmix_rdv {
     uint32_t size;
     const char *name;              /* this node */
     struct sockaddr_in addr;       /* its IPv4 address */
-    double fence_s;                /* the fence's time limit */
+    struct timespec start;         /* when the task started (CLOCK_MONOTONIC) */
+    double fence_s;                /* the exchange ends this long after start, done or not */
     char **names;                  /* filled by the exchange */
     struct sockaddr_in *addrs;
     char *cred;                    /* this rank's */
+    int stuck;                     /* the exchange never ended: PMIx must not be finalized */
 } pmix_rdv;
 
 static int put_string(const char *key, const char *text, char *why, size_t whylen)
@@ -115,9 +121,8 @@ static int parse_node(const char *text, char **name, struct sockaddr_in *addr)
     return *name ? 0 : -1;
 }
 
-static int pmix_exchange(void *ctx, agent_exchange *x, char *why, size_t whylen)
+static int exchange_body(pmix_rdv *r, agent_exchange *x, char *why, size_t whylen)
 {
-    pmix_rdv *r = ctx;
     char text[NAME_MAX_LEN + 64], ip[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &r->addr.sin_addr, ip, sizeof ip);
     snprintf(text, sizeof text, "%s %s %u", r->name, ip, x->worker_port);
@@ -199,6 +204,117 @@ static int pmix_exchange(void *ctx, agent_exchange *x, char *why, size_t whylen)
     return 0;
 }
 
+/* The exchange in a thread of its own, waited for until the budget ends. PMIX_TIMEOUT is only a
+ * request: Slurm's PMIx server does not end a fence whose inter-node exchange broke (a direct
+ * connection it refused, a stepd that died), and a PMIx_Get of a rank that has not published yet
+ * waits for it; a blocking call would then hold the task until the job's time limit, far past the
+ * budget every task promises to keep. On time the thread's results are taken over; if not, the
+ * thread is left where it waits (its job and copies are never freed) and the task gives up. */
+typedef struct exchange_job {
+    pmix_rdv *r;
+    agent_exchange x;              /* the thread's own: inputs copied, outputs taken over */
+    char **creds;                  /* copies of the leader's credentials */
+    int ncreds;
+    char why[256];
+    int rc, done;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+} exchange_job;
+
+static void *exchange_thread(void *arg)
+{
+    exchange_job *j = arg;
+    int rc = exchange_body(j->r, &j->x, j->why, sizeof j->why);
+    pthread_mutex_lock(&j->lock);
+    j->rc = rc;
+    j->done = 1;
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->lock);
+    return NULL;
+}
+
+static void exchange_job_free(exchange_job *j)
+{
+    for (int k = 0; k < j->ncreds; k++)
+        free(j->creds[k]);
+    free(j->creds);
+    pthread_cond_destroy(&j->cond);
+    pthread_mutex_destroy(&j->lock);
+    free(j);
+}
+
+static int pmix_exchange(void *ctx, agent_exchange *x, char *why, size_t whylen)
+{
+    pmix_rdv *r = ctx;
+    exchange_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    j->r = r;
+    j->x = *x;
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (x->creds) {
+        j->creds = calloc(r->size, sizeof(char *));
+        j->ncreds = j->creds ? (int)r->size : 0;
+        for (int k = 0; k < j->ncreds; k++)
+            if (!(j->creds[k] = strdup(x->creds[k]))) {
+                exchange_job_free(j);
+                snprintf(why, whylen, "out of memory");
+                return -1;
+            }
+        if (!j->creds) {
+            exchange_job_free(j);
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        j->x.creds = j->creds;
+    }
+    pthread_t tid;
+    if (pthread_create(&tid, NULL, exchange_thread, j) != 0) {
+        exchange_job_free(j);
+        snprintf(why, whylen, "cannot start a thread for the PMIx exchange");
+        return -1;
+    }
+    struct timespec until = r->start;
+    double whole = floor(r->fence_s);
+    until.tv_sec += (time_t)whole;
+    until.tv_nsec += (long)((r->fence_s - whole) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&j->lock);
+    int e = 0;
+    while (!j->done && e != ETIMEDOUT)
+        e = pthread_cond_timedwait(&j->cond, &j->lock, &until);
+    int done = j->done;
+    pthread_mutex_unlock(&j->lock);
+    if (!done) {
+        r->stuck = 1;
+        pthread_detach(tid);
+        snprintf(why, whylen, "the PMIx exchange (fence and lookups) did not complete within "
+                 "%.1f s of the start: did every task start? the step's PMIx server (Slurm's "
+                 "mpi/pmix plugin) logs why in the nodes' slurmd logs", r->fence_s);
+        return -1;
+    }
+    pthread_join(tid, NULL);
+    int rc = j->rc;
+    x->names = j->x.names;
+    x->addrs = j->x.addrs;
+    x->leader = j->x.leader;
+    x->cred = j->x.cred;
+    if (rc != 0)
+        snprintf(why, whylen, "%s", j->why);
+    exchange_job_free(j);
+    return rc;
+}
+
 static uint32_t fnv1a(const char *s)
 {
     uint32_t h = 2166136261u;
@@ -259,6 +375,7 @@ int main(int argc, char **argv)
     }
     pmix_rdv r;
     memset(&r, 0, sizeof r);
+    clock_gettime(CLOCK_MONOTONIC, &r.start);
     pmix_status_t rc = PMIx_Init(&r.me, NULL, 0);
     if (rc != PMIX_SUCCESS) {
         fprintf(stderr, PROG ": PMIx_Init: %s: run it as a job step, srun --mpi=pmix -N<n> "
@@ -285,7 +402,9 @@ int main(int argc, char **argv)
     }
     if (strlen(r.name) > NAME_MAX_LEN || agent_resolve(PROG, r.name, &r.addr) != 0)
         goto done;
-    r.fence_s = fmax(1.0, c.budget_ms / 1e3);
+    /* the whole budget for meeting at most: a task that gives up then still writes its
+     * fallback within the grace the budget promises */
+    r.fence_s = c.budget_ms / 1e3;
     c.nnodes = (int)r.size;
     c.self = (int)r.me.rank;
     c.out_dir = out;
@@ -298,6 +417,12 @@ int main(int argc, char **argv)
     c.rdv.ctx = &r;
     status = agent_run(&c);
 done:
+    if (r.stuck) {
+        /* PMIx_Finalize would wait for the exchange that never ended: leave without it (the
+         * files and status are written; the step's PMIx server cleans up after the task) */
+        fflush(NULL);
+        _exit(status);
+    }
     PMIx_Finalize(NULL, 0);
     if (r.names)
         for (uint32_t k = 0; k < r.size; k++)

@@ -27,7 +27,7 @@ PROLOG=$TB_PROLOG
 TREECMP=$TB_BUILD/bin/toposcope-treecmp
 PARAMS=$REPO/etc/demo/params.yaml
 BUDGET=5000 GRACE=200
-PLAN=36
+PLAN=37
 export SLURM_CONF=$TB_CONF
 
 tb_tap_begin $PLAN "make" "$TB_FABEMU" "$TB_UDPING" "$BIN" "$PROBE" "$PROLOG" "$TREECMP"
@@ -130,6 +130,25 @@ ok $? "sbatch --uid nobody: a probe step as an unprivileged user"
 check_step user/p16 "$FABRIC" "probe as nobody, 16 nodes" --uid nobody --gid nogroup
 [ "$(stat -c '%U' "$jobdir/user/p16/tree.yaml")" = nobody ] && [ "$(field "$jobdir/user/p16/status.yaml" job_uid)" = "$(id -u nobody)" ]
 ok $? "probe as nobody: the files are the user's, status.yaml names its uid"
+
+# a task that reaches the fence late (rank 1 starts 6 s after the others): PMIX_TIMEOUT is only
+# a request to Slurm's PMIx server, and a lookup of a rank that has not published waits for it:
+# every task bounds the exchange itself and gives up in time, saying why
+mkdir -p "$jobdir/late"
+cat > "$jobdir/late/job.sh" <<JOB
+#!/bin/bash
+srun --mpi=pmix -N4 -w node[1-4] --ntasks-per-node=1 bash -c '
+  [ "\$SLURM_PROCID" = 1 ] && sleep 6
+  s=\$(date +%s%N)
+  $jobdir/bin/toposcope probe --out $jobdir/late/out --budget-ms 1500 -v 2> $jobdir/late/err.\$SLURM_PROCID
+  echo "\$SLURM_PROCID \$? \$(( (\$(date +%s%N) - s) / 1000000 ))" >> $jobdir/late/rc'
+JOB
+(cd "$jobdir/late" && timeout 120 sbatch --wait -N4 -w 'node[1-4]' -t 2 -o "$jobdir/late/job.txt" job.sh) > "$work/sbatch.out" 2>&1
+late_rc=$?
+awk -v b=$((1500 + GRACE)) '$1 != 1 && ($2 != 1 || $3 > b) { bad = 1 } $1 != 1 { n++ } END { exit bad || n != 3 }' "$jobdir/late/rc" &&
+  grep -q 'the PMIx exchange (fence and lookups) did not complete within 1.5 s' "$jobdir/late/err.0" &&
+  [ ! -e "$jobdir/late/out/tree.yaml" ]
+ok $? "a task 6 s late: the other three give up within 1500 + $GRACE ms, exit 1, no files (sbatch exit $late_rc; task, exit, ms: $(sort -n "$jobdir/late/rc" 2>/dev/null | tr '\n' ' ')): $(head -c 120 "$jobdir/late/err.0" 2>/dev/null | tail -1)"
 
 # the stacks' overhead drifts with the machine's other load: measured again just before
 h=$(host_overhead 7700 $PAIRS)
