@@ -50,6 +50,7 @@ typedef struct ts_infer_report {
     int *unmeasured;         /* their indices (malloc'd; free with ts_infer_report_free) */
     int nambiguous;          /* switches whose children could not be told apart: kept as one */
     int *ambiguous;          /* one node hanging from each (malloc'd), naming the switch */
+    int rechecked;           /* pairs measured again because a split rested on them alone */
 } ts_infer_report;
 
 void ts_infer_report_free(ts_infer_report *r);
