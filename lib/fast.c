@@ -62,6 +62,8 @@
 #include "toposcope/rng.h"
 
 #define FLAT_MIN_LEAVES 8   /* a flat tree with this many leaf switches is checked (flat_tree) */
+#define GROUP_MIN_ITEMS 3   /* the top region's children are grouped (group_top_children) ... */
+#define GROUP_MAX_ITEMS 7   /* ... when it has this few: more are flat_tree's to check */
 #define GAP_MIN 0.12        /* a level step is >= ~15% of the same-switch RTT in both profiles */
 #define CUT_OUTLIERS 0.002  /* pairs above a cut that may join nodes it already connects */
 #define STRAGGLERS 2        /* pairs that may sit inside a gap, neither near nor far, ... */
@@ -753,12 +755,168 @@ static double region_height(const region *r)
     return 1.0;
 }
 
+static int cmp_double_asc(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The top region's cut is the largest relative gap among its RTTs, so where the levels below
+ * the top are as far apart as the top is from them (the testbed's spine over two pods of two
+ * leaves: 800, 1600 and 2400 us), it may cut at a lower level and return leaves as its
+ * children, the pods lost. Its far pairs then tell: between children under one pod they sit a
+ * level below those across pods. So the children (the fragments of the cut, single nodes
+ * included) are grouped by the median RTT of each pair of them, with the same rule as a cut:
+ * the consistent threshold with the largest relative gap, above GAP_MIN and GAP_NOISE standard
+ * errors of the two medians (from the spread of the pairs around their medians); every group of
+ * two or more becomes a switch. Only
+ * heavy rounds' pairs count (one load), and only a few children (GROUP_MAX_ITEMS): with more,
+ * a flat top is flat_tree's case, and its pairs of children are too many to all be measured. */
+static int group_top_children(fast *F, int ri, const int *items, const int *itemv, int k)
+{
+    if (k < GROUP_MIN_ITEMS || k > GROUP_MAX_ITEMS)
+        return TS_OK;
+    int npair = k * (k - 1) / 2, rc = TS_OK;
+    long cnt = 0;
+    int *idx = malloc(sizeof(int) * (size_t)F->n);
+    long *pc = calloc((size_t)npair + 1, sizeof(long));
+    double *val = NULL, *med = NULL, *dev = NULL;
+    int *order = NULL, px[GROUP_MAX_ITEMS * (GROUP_MAX_ITEMS - 1) / 2], py[GROUP_MAX_ITEMS * (GROUP_MAX_ITEMS - 1) / 2];
+    for (int y = 1, p = 0; y < k; y++)
+        for (int x = 0; x < y; x++, p++) {
+            px[p] = x;
+            py[p] = y;
+        }
+    if (!idx || !pc) {
+        rc = TS_ENOMEM;
+        goto done;
+    }
+    for (int i = 0; i < F->n; i++)
+        idx[i] = -1;
+    for (int j = 0; j < k; j++)
+        idx[items[j]] = j;
+#define PAIR_ID(x, y) ((x) < (y) ? (y) * ((y) - 1) / 2 + (x) : (x) * ((x) - 1) / 2 + (y))
+    for (long m = 0; m < F->nm; m++) {
+        const meas *M = &F->M[m];
+        if (M->light || M->carried || F->dead[M->a] || F->dead[M->b])
+            continue;
+        int x = idx[ts_uf_find(F->uf, M->a)], y = idx[ts_uf_find(F->uf, M->b)];
+        if (x >= 0 && y >= 0 && x != y) {
+            pc[PAIR_ID(x, y) + 1]++;
+            cnt++;
+        }
+    }
+    for (int p = 0; p < npair; p++)
+        if (pc[p + 1] == 0)
+            goto done;              /* a pair of children never measured: nothing to go by */
+    for (int p = 0; p < npair; p++)
+        pc[p + 1] += pc[p];
+    val = malloc(sizeof(double) * (size_t)cnt);
+    dev = malloc(sizeof(double) * (size_t)cnt);
+    med = malloc(sizeof(double) * (size_t)npair);
+    order = malloc(sizeof(int) * (size_t)npair);
+    long *fill = malloc(sizeof(long) * (size_t)npair);
+    if (!val || !dev || !med || !order || !fill) {
+        free(fill);
+        rc = TS_ENOMEM;
+        goto done;
+    }
+    memcpy(fill, pc, sizeof(long) * (size_t)npair);
+    for (long m = 0; m < F->nm; m++) {
+        const meas *M = &F->M[m];
+        if (M->light || M->carried || F->dead[M->a] || F->dead[M->b])
+            continue;
+        int x = idx[ts_uf_find(F->uf, M->a)], y = idx[ts_uf_find(F->uf, M->b)];
+        if (x >= 0 && y >= 0 && x != y)
+            val[fill[PAIR_ID(x, y)]++] = M->d;
+    }
+    free(fill);
+    for (int p = 0; p < npair; p++) {
+        long lo = pc[p], c = pc[p + 1] - lo;
+        qsort(val + lo, (size_t)c, sizeof(double), cmp_double_asc);
+        med[p] = c % 2 ? val[lo + c / 2] : 0.5 * (val[lo + c / 2 - 1] + val[lo + c / 2]);
+        for (long q = lo; q < lo + c; q++)
+            dev[q] = fabs(val[q] - med[p]);
+        order[p] = p;
+    }
+    qsort(dev, (size_t)cnt, sizeof(double), cmp_double_asc);
+    double sd = 1.4826 * dev[cnt / 2];
+    /* pairs of children by median, insertion sort (at most 21) */
+    for (int i = 1; i < npair; i++)
+        for (int j = i; j > 0 && med[order[j]] < med[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    int grp[GROUP_MAX_ITEMS], best_grp[GROUP_MAX_ITEMS], best_groups = 0;
+    double best_gap = 0;
+    for (int c = 1; c < npair; c++) {
+        double lo = med[order[c - 1]], hi = med[order[c]];
+        double gap = hi / lo - 1;
+        /* the two medians' standard errors (a median of n values: 1.25 sd / sqrt(n)) */
+        long nlo = pc[order[c - 1] + 1] - pc[order[c - 1]], nhi = pc[order[c] + 1] - pc[order[c]];
+        double se = 1.2533 * sd * sqrt(1.0 / (double)nlo + 1.0 / (double)nhi);
+        if (!(gap > GAP_MIN && hi - lo > GAP_NOISE * se && gap > best_gap))
+            continue;
+        for (int j = 0; j < k; j++)
+            grp[j] = j;
+        for (int q = 0; q < c; q++) {       /* join the children of the pairs below */
+            int gx = grp[px[order[q]]], gy = grp[py[order[q]]];
+            for (int j = 0; j < k; j++)
+                if (grp[j] == gy)
+                    grp[j] = gx;
+        }
+        int consistent = 1;                 /* no pair above joins children of one group */
+        for (int q = c; q < npair && consistent; q++)
+            consistent = grp[px[order[q]]] != grp[py[order[q]]];
+        int groups = 0;
+        for (int j = 0; j < k; j++)
+            groups += grp[j] == j;
+        if (!consistent || groups < 2 || groups == k)
+            continue;
+        best_gap = gap;
+        best_groups = groups;
+        memcpy(best_grp, grp, sizeof grp);
+    }
+#undef PAIR_ID
+    if (best_groups == 0)
+        goto done;
+    double h = region_height(&F->R[ri]);
+    for (int g = 0; g < k; g++) {
+        int members = 0;
+        for (int j = 0; j < k; j++)
+            members += best_grp[j] == g;
+        if (members < 2)
+            continue;
+        int v = ts_utree_add(F->t, F->R[ri].vert, 0.3 * h, TS_NONE);
+        if (v < 0) {
+            rc = TS_ENOMEM;
+            goto done;
+        }
+        for (int j = 0; j < k; j++)
+            if (best_grp[j] == g)
+                F->t->parent[itemv[j]] = v;
+    }
+    if (best_gap < F->min_gap)
+        F->min_gap = best_gap;
+done:
+    free(idx);
+    free(pc);
+    free(val);
+    free(dev);
+    free(med);
+    free(order);
+    return rc;
+}
+
 /* A resolved region becomes a switch: single-node fragments hang from it, bigger fragments
  * become regions of the next depth under a new switch. */
 static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg, int *scratch)
 {
     int *newreg = scratch;
     int *size = scratch + F->n;
+    /* the region's children: a node of each (its fragment's root) and the child's vertex */
+    int *items = scratch + 2 * F->n, *itemv = scratch + 3 * F->n, nitems = 0;
     for (int i = 0; i < nmem; i++) {
         newreg[mem[i]] = -2;
         size[mem[i]] = 0;
@@ -774,8 +932,13 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
         }
         if (size[rt] == 1 || nmem <= 2 || size[rt] == nmem) {
             /* (one fragment of all the nodes would be this region again: a star) */
-            if (ts_utree_add(F->t, F->R[ri].vert, h, x) < 0)
+            int v = ts_utree_add(F->t, F->R[ri].vert, h, x);
+            if (v < 0)
                 return TS_ENOMEM;
+            if (size[rt] == 1) {
+                items[nitems] = rt;
+                itemv[nitems++] = v;
+            }
             if (F->R[ri].ambiguous) {
                 /* its first node names the switch in the report */
                 F->R[ri].ambiguous = 0;
@@ -802,10 +965,13 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
             if (nr < 0)
                 return TS_ENOMEM;
             newreg[rt] = nr;
+            items[nitems] = rt;
+            itemv[nitems++] = v;
         }
         next_reg[x] = newreg[rt];
     }
-    return TS_OK;
+    /* the top region alone: below it, regions share rounds and their far pairs' loads differ */
+    return ri == 0 ? group_top_children(F, ri, items, itemv, nitems) : TS_OK;
 }
 
 static int store_round(fast *F, const ts_pair_stats *st, int np, int light)

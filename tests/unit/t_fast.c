@@ -195,6 +195,48 @@ static void test_light_rounds(void)
     }
 }
 
+/* Small 3-level trees whose top cut lands on the leaves (same-leaf, same-pod and cross-pod
+ * RTTs about evenly spaced, as with the testbed's 200 us links): the top region's children are
+ * grouped into pods by the RTTs between them (group_top_children), or the pods are lost. And a
+ * 2-level tree of four leaves stays flat. */
+static void test_small_three_levels(void)
+{
+    static const int shapes[][3] = {{2, 2, 4}, {2, 2, 8}, {2, 3, 4}, {3, 2, 4}, {1, 4, 4}};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        for (int testbed = 0; testbed < 2; testbed++) {
+            ts_fabric f;
+            ts_error err = {{0}};
+            ts_model_params p;
+            ts_fabric_init(&f);
+            if (ts_gen_regular(&f, shapes[c], 3, 7, &err) != TS_OK ||
+                ts_model_params_profile(&p, "ethernet", &err) != TS_OK) {
+                ok(0, "setup: %s", err.text);
+                ts_fabric_free(&f);
+                continue;
+            }
+            if (testbed) {            /* etc/demo/params.yaml: 200 us on every link */
+                p.link_latency_us = 200;
+                p.link_variation = 0;
+            }
+            int exact = 0, seeds = 10;
+            for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
+                run r = simulate_method_params(ts_discover_fast, "fast", &f, &p, seed, 0);
+                if (r.rc == TS_OK && r.acc.tree_exact)
+                    exact++;
+                else
+                    diag("%dx%dx%d %s seed %llu: missing %d extra %d", shapes[c][0], shapes[c][1],
+                         shapes[c][2], testbed ? "200 us links" : "ethernet",
+                         (unsigned long long)seed, r.acc.splits_missing, r.acc.splits_extra);
+            }
+            ok(exact >= seeds - 1, "%d pods x %d leaves x %d nodes, %s: %d/%d seeds exact",
+               shapes[c][0], shapes[c][1], shapes[c][2], testbed ? "200 us links" : "ethernet",
+               exact, seeds);
+            ts_model_params_free(&p);
+            ts_fabric_free(&f);
+        }
+    }
+}
+
 static void sweep(int seeds, int p, const char *profile)
 {
     for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
@@ -226,6 +268,7 @@ int main(void)
     test_fat_tree_1024("ethernet", 100);
     test_fat_tree_1024("infiniband", 10);
     test_light_rounds();
+    test_small_three_levels();
     test_irregular();
     test_small_budget();
     test_ambiguous();
