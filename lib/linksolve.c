@@ -10,12 +10,23 @@
  * estimate, the diagonal of the inverse, comes from Takahashi's recurrence on the same pattern,
  * so no dense n x n matrix is ever formed. A tiny ridge keeps the factorization defined when a
  * cut run leaves links undetermined; those are found by their huge variance and reported
- * without an estimate. */
+ * without an estimate.
+ *
+ * A pair's interval speaks only of the spread of its own samples. A pair measured all through
+ * a hiccup of one of its hosts (an agent descheduled for the whole pair, on a loaded machine)
+ * is shifted as a whole, with an interval as narrow as any, and least squares would pass that
+ * shift to every link on its path. So the solve is iteratively reweighted (Huber): a
+ * measurement whose residual is more than HUBER_C robust standard deviations off keeps only
+ * the share of its weight that puts it at HUBER_C. Where pairs are few per link the residuals
+ * are small and nothing changes. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/links.h"
+
+#define HUBER_C 3.0          /* robust standard deviations before a residual loses weight */
+#define ROBUST_ITERS 4       /* reweighting passes at most */
 
 /* ---- sparse symmetric positive definite systems ---- */
 
@@ -268,6 +279,13 @@ static void spd_assemble(spd *S, const eqs *E, double *ridge_out)
     *ridge_out = ridge;
 }
 
+/* The normal equations again from zero, for new weights (the factor overwrote them). */
+static void spd_clear(spd *S)
+{
+    memset(S->d, 0, sizeof(double) * (size_t)S->n);
+    memset(S->cval, 0, sizeof(double) * (size_t)S->cstart[S->n]);
+}
+
 static void spd_factor(spd *S, double ridge)
 {
     for (int j = 0; j < S->n; j++) {
@@ -387,7 +405,7 @@ static int solve(const ts_fabric *tree, const ts_pair_stats *pairs, const int *r
     int m = ls.nlinks, maxlen = 2 * (ts_fabric_max_depth(tree) + 1);
     eqs E = {0};
     spd S = {0};
-    double *se = NULL, *b = NULL, *x = NULL, *z = NULL, *r2 = NULL;
+    double *se = NULL, *b = NULL, *x = NULL, *z = NULL, *r2 = NULL, *w0 = NULL, *u = NULL, *us = NULL;
     int nuse = 0;
     for (int i = 0; i < npairs; i++)
         nuse += pair_usable(&pairs[i]);
@@ -471,13 +489,52 @@ static int solve(const ts_fabric *tree, const ts_pair_stats *pairs, const int *r
         rc = ts_fail(err, TS_ENOMEM, "out of memory for the normal equations");
         goto done;
     }
+    w0 = malloc(sizeof(double) * (size_t)(E.n ? E.n : 1));
+    u = malloc(sizeof(double) * (size_t)(E.n ? E.n : 1));
+    us = malloc(sizeof(double) * (size_t)(E.n ? E.n : 1));
+    if (!w0 || !u || !us) {
+        rc = ts_fail(err, TS_ENOMEM, "out of memory");
+        goto done;
+    }
+    memcpy(w0, E.w, sizeof(double) * (size_t)E.n);
     double ridge;
-    spd_assemble(&S, &E, &ridge);
-    for (int e = 0; e < E.n; e++)
-        for (int p = E.start[e]; p < E.start[e + 1]; p++)
-            b[E.idx[p]] += E.w[e] * E.y[e];
-    spd_factor(&S, ridge);
-    spd_solve(&S, b, x, z);
+    for (int pass = 0;; pass++) {
+        spd_assemble(&S, &E, &ridge);
+        memset(b, 0, sizeof(double) * (size_t)m);
+        for (int e = 0; e < E.n; e++)
+            for (int p = E.start[e]; p < E.start[e + 1]; p++)
+                b[E.idx[p]] += E.w[e] * E.y[e];
+        spd_factor(&S, ridge);
+        spd_solve(&S, b, x, z);
+        if (pass == ROBUST_ITERS || E.n < 2)
+            break;
+        /* residuals in units of each pair's own standard error; their spread, robustly (the
+         * intervals may understate it, never taken as less than they say) */
+        for (int e = 0; e < E.n; e++) {
+            double fit = 0;
+            for (int p = E.start[e]; p < E.start[e + 1]; p++)
+                fit += x[E.idx[p]];
+            double r = fabs(E.y[e] - fit);
+            /* (round-off of exact data is no outlier, however narrow its interval) */
+            u[e] = r > 1e-9 * fabs(E.y[e]) ? r * sqrt(w0[e]) : 0;
+        }
+        memcpy(us, u, sizeof(double) * (size_t)E.n);
+        double spread = fmax(1.0, 1.4826 * ts_median(us, E.n));
+        int changed = 0;
+        for (int e = 0; e < E.n; e++) {
+            double lim = HUBER_C * spread;
+            double w = u[e] > lim ? w0[e] * lim / u[e] : w0[e];
+            changed |= fabs(w - E.w[e]) > 1e-3 * w0[e];
+            E.w[e] = w;
+        }
+        if (!changed)
+            break;
+        spd_clear(&S);
+    }
+    for (int e = 0; e < E.n; e++) {
+        res->meas[e].weight = E.w[e] / w0[e];
+        res->outliers += E.w[e] < 0.999 * w0[e];
+    }
     if (spd_inverse_diag(&S) != TS_OK) {
         rc = ts_fail(err, TS_ENOMEM, "out of memory");
         goto done;
@@ -524,6 +581,9 @@ static int solve(const ts_fabric *tree, const ts_pair_stats *pairs, const int *r
 done:
     eqs_free(&E);
     spd_free(&S);
+    free(w0);
+    free(u);
+    free(us);
     free(se);
     free(b);
     free(x);

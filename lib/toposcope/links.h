@@ -88,6 +88,7 @@ typedef struct ts_link_measurement {
     double rtt_us, ci_us;    /* the pair's estimate and its interval half-width */
     double fit_us;           /* RTT the solution predicts */
     double residual_us;      /* rtt_us - fit_us */
+    double weight;           /* the share of its weight the solve kept: below 1, an outlier */
 } ts_link_measurement;
 
 typedef struct ts_link_result {
@@ -103,6 +104,7 @@ typedef struct ts_link_result {
     double chi2;             /* weighted residual sum of squares */
     int dof;                 /* measurements - determined links (>= 0) */
     double scale;            /* factor applied to the propagated errors: sqrt(max(1, chi2/dof)) */
+    int outliers;            /* measurements the robust solve gave less than their full weight */
     double sim_time_us;      /* transport time the rounds took (ts_link_measure) */
 } ts_link_result;
 

@@ -820,6 +820,57 @@ static void test_recovery(void)
     }
 }
 
+/* One pair measured all through a hiccup: shifted by 150 us with an interval as narrow as any.
+ * All pairs of 2 leaves x 4 nodes measured, so every link is crossed by many pairs: the robust
+ * solve gives the shifted pair almost no weight and every link stays within 1%. */
+static void test_outlier_pair(void)
+{
+    static const int fan[] = {2, 4};
+    ts_fabric f;
+    ts_error err = {{0}};
+    ts_fabric_init(&f);
+    if (ts_gen_regular(&f, fan, 2, 3, &err) != TS_OK) {
+        ok(0, "setup: %s", err.text);
+        return;
+    }
+    for (int v = 0; v < f.nvert; v++) {
+        f.v[v].link_us = 100 + 10 * v;
+        f.v[v].host_us = 0;
+    }
+    int np;
+    ts_pair *pairs = all_pairs(f.nnodes, &np);
+    ts_pair_stats *st = calloc((size_t)np, sizeof *st);
+    int shifted = -1;
+    for (int i = 0; i < np; i++) {
+        st[i].a = pairs[i].a;
+        st[i].b = pairs[i].b;
+        st[i].samples = 10;
+        st[i].est_us = tree_rtt_fn(&f, pairs[i].a, pairs[i].b);
+        st[i].ci_us = 2.0;
+        if (pairs[i].a == 0 && pairs[i].b == f.nnodes - 1)
+            shifted = i;
+    }
+    ts_link_result clean, hit;
+    int rc = ts_link_solve(&f, st, np, 0.9, &clean, &err);
+    ok(rc == TS_OK && clean.outliers == 0, "all pairs exact: no outlier (%d)", rc == TS_OK ? clean.outliers : -1);
+    st[shifted].est_us += 150;
+    rc = ts_link_solve(&f, st, np, 0.9, &hit, &err);
+    ok(rc == TS_OK, "the solve runs with one pair 150 us off");
+    double worst = 0;
+    for (int k = 0; rc == TS_OK && k < hit.nlinks; k++)
+        worst = fmax(worst, fabs(hit.link[k].est_us - clean.link[k].est_us) / clean.link[k].est_us);
+    ok(rc == TS_OK && worst < 0.01, "every link within 1%% of its value without the shift (worst %.4f)", worst);
+    ok(rc == TS_OK && hit.meas[shifted].weight < 0.1 && hit.outliers >= 1,
+       "the shifted pair keeps %.3f of its weight (%d outliers)", rc == TS_OK ? hit.meas[shifted].weight : -1.0,
+       rc == TS_OK ? hit.outliers : -1);
+    if (rc == TS_OK)
+        ts_link_result_free(&hit);
+    ts_link_result_free(&clean);
+    free(st);
+    free(pairs);
+    ts_fabric_free(&f);
+}
+
 static void test_budget(void)
 {
     ts_fabric f;
@@ -1014,6 +1065,7 @@ int main(void)
     test_plan_properties();
     test_fat_tree_1024_plan();
     test_recovery();
+    test_outlier_pair();
     test_budget();
     test_truth_map();
     test_errors();
