@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The node agents on the emulated cluster (TAP): toposcope-prolog launched in every node's
 # namespace at once, as the job prolog will, on 8 nodes (etc/demo: 2 leaves under a spine) and
-# 16 nodes (tests/data/agents/fabric16.conf: 3 levels, hostlist order across the leaves,
-# method allpairs, see below).
+# 16 nodes (tests/data/agents/fabric16.conf: 3 levels, hostlist order across the leaves).
 #   - every agent writes the same tree, exactly the fabric's, and status "measured";
 #   - per-link estimates within 10% of the emulator's delays (an access link's truth adds a
 #     quarter of the round-trip overhead the nodes' stacks show on this testbed, as in sim);
@@ -40,6 +39,8 @@ ok $? "the nodes' stacks add ${host_us:-?} us to a round trip on this testbed (u
 
 tb_agents_launch 501 $BUDGET "$N8"
 tb_agents_wait
+host_8=$host_us
+host_after node1:node2 node3:node4 node5:node6 node7:node8
 all_within 501 $BUDGET "$N8" > "$work/w.out"
 ok $? "8 nodes: every agent finished within $BUDGET + $GRACE ms (slowest $(slowest 501 "$N8") ms)"
 diag < "$work/w.out"
@@ -51,8 +52,10 @@ ok "$st" "8 nodes: status measured on every node"
 job8=501
 if links_past "$(tb_agent_spool 501 node1)" "$FABRIC"; then
   echo "# 8 nodes: job 501 had a link past the bound (load $(loadavg)); measuring again as job 502"
+  host_us=$host_8
   tb_agents_launch 502 $BUDGET "$N8"
   tb_agents_wait
+  host_after node1:node2 node3:node4 node5:node6 node7:node8
   job8=502
 fi
 check_exact $job8 "$N8" "$FABRIC" "8 nodes"
@@ -175,6 +178,8 @@ pa=("${tb_agent_pids[@]}")
 tb_agents_launch 552 $BUDGET "$B"
 tb_agent_pids+=("${pa[@]}")
 tb_agents_wait
+host_us=$host_8
+host_after node1:node2 node3:node4 node5:node6 node7:node8
 all_within 551 $BUDGET "$A" > "$work/w.out" && all_within 552 $BUDGET "$B" >> "$work/w.out"
 ok $? "two jobs on 4 shared nodes: every agent of both finished within $BUDGET + $GRACE ms"
 diag < "$work/w.out"
@@ -195,11 +200,12 @@ h16=$(host_overhead 7400 node1:node5 node9:node13 node2:node6 node10:node14 node
   node4:node8 node12:node16)
 [ -n "$h16" ] && host_us=$h16
 ok $? "16 nodes: the stacks add ${h16:-?} us to a round trip (8 same-leaf pairs at once)"
-# allpairs: the fast method merges the two pods of this fabric in simulation as well
-# (toposcope sim --fabric tests/data/agents/fabric16.conf: tree_exact false), a limit of
-# lib/fast.c on 3-level trees, not of the agents; allpairs is exact there.
-tb_agents_launch 561 $BUDGET "$N16" --method allpairs
+# the default method: its top cut lands on the leaves here (levels 800, 1600 and 2400 us
+# apart), and the pods come from grouping them (lib/fast.c group_top_children)
+tb_agents_launch 561 $BUDGET "$N16"
 tb_agents_wait
+host_16=$host_us
+host_after node1:node5 node9:node13 node2:node6 node10:node14 node3:node7 node11:node15 node4:node8 node12:node16
 all_within 561 $BUDGET "$N16" > "$work/w.out"
 ok $? "16 nodes: every agent finished within $BUDGET + $GRACE ms (slowest $(slowest 561 "$N16") ms)"
 diag < "$work/w.out"
@@ -207,8 +213,10 @@ ok "$(statuses 561 "$N16" | grep -vc ':measured$')" "16 nodes: status measured o
 job16=561
 if links_past "$(tb_agent_spool 561 node1)" "$FABRIC"; then
   echo "# 16 nodes: job 561 had a link past the bound (load $(loadavg)); measuring again as job 562"
-  tb_agents_launch 562 $BUDGET "$N16" --method allpairs
+  host_us=$host_16
+  tb_agents_launch 562 $BUDGET "$N16"
   tb_agents_wait
+  host_after node1:node5 node9:node13 node2:node6 node10:node14 node3:node7 node11:node15 node4:node8 node12:node16
   job16=562
 fi
 check_exact $job16 "$N16" "$FABRIC" "16 nodes"

@@ -62,6 +62,20 @@ host_overhead() {   # PORT PAIRS... (A:B)
   printf '%s\n' "${vals[@]}" | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
 }
 
+# The stacks' overhead moves with the machine's load by tens of microseconds from one minute to
+# the next (udping on 16 nodes: 21 to 94 us within an hour), and an access link's truth holds a
+# quarter of it. host_after PAIRS...: host_us, measured before a job, becomes the mean of that
+# and a measurement right after the job on the same pairs, the overhead around the job (each
+# call on ports of its own: the udping servers of the last one may still hold theirs).
+HOST_PORT_NEXT=8000
+host_after() {
+  local h port=$HOST_PORT_NEXT
+  HOST_PORT_NEXT=$((HOST_PORT_NEXT + 20))
+  h=$(host_overhead $port "$@")
+  [ -n "$h" ] && [ -n "${host_us:-}" ] && host_us=$(awk -v a="$host_us" -v b="$h" 'BEGIN { printf "%.1f", (a + b) / 2 }')
+  echo "# the stacks' overhead right after the job: ${h:-?} us; access links' truth takes ${host_us:-?} us"
+}
+
 # check_result DIR FABRIC LABEL: DIR's tree.yaml is exactly FABRIC's tree (restricted to its
 # nodes), links.yaml within ACCESS_TOL (access links) and UPLINK_TOL (uplinks) of the
 # emulator's delays, both 10% unless set. Two "ok" lines; the comparison in $work/cmp.out.
