@@ -153,24 +153,38 @@ static int leaves_exact(const ts_utree *tr, const trap_net *t, int switches)
     return good && nsw == switches;
 }
 
+/* All-pairs on the trap network: 1 when the leaf switches are the fabric's and there are
+ * `switches` switches; *rechecked counts the pairs measured again. */
+static int allpairs_exact(trap_net *t, int switches, int *rechecked)
+{
+    ts_error err = {{0}};
+    ts_probe_engine e;
+    ts_utree tr;
+    ts_infer_report rep;
+    int exact = 0;
+    *rechecked = 0;
+    if (ts_probe_engine_init(&e, &t->tp, NULL, 0, &err) != TS_OK)
+        return 0;
+    if (ts_discover_allpairs(&e, &tr, &rep, &err) == TS_OK) {
+        exact = leaves_exact(&tr, t, switches);
+        *rechecked = rep.rechecked;
+        ts_utree_free(&tr);
+        ts_infer_report_free(&rep);
+    }
+    ts_probe_engine_free(&e);
+    return exact;
+}
+
 static void test_second_opinions(void)
 {
     ts_error err = {{0}};
     int clean_exact = 0, clean_rechecked = 0;
     for (uint64_t seed = 1; seed <= 20; seed++) {
         trap_net t;
+        int again;
         trap_init(&t, 16, seed);
-        ts_probe_engine e;
-        ts_utree tr;
-        ts_infer_report rep;
-        ts_probe_engine_init(&e, &t.tp, NULL, 0, &err);
-        if (ts_discover_allpairs(&e, &tr, &rep, &err) == TS_OK) {
-            clean_exact += leaves_exact(&tr, &t, 6);
-            clean_rechecked += rep.rechecked;
-        }
-        ts_utree_free(&tr);
-        ts_infer_report_free(&rep);
-        ts_probe_engine_free(&e);
+        clean_exact += allpairs_exact(&t, 6, &again);
+        clean_rechecked += again;
     }
     is_int(clean_exact, 20, "16 nodes on 3 levels, jitter only: all-pairs exact in 20 of 20 seeds");
     is_int(clean_rechecked, 0, "and no split rests on one pair there, so nothing is measured again");
@@ -205,15 +219,9 @@ static void test_second_opinions(void)
         free(dm.d);
         free(dm.ci);
 
-        ts_probe_engine e;
-        ts_probe_engine_init(&e, &t.tp, NULL, 0, &err);
-        if (ts_discover_allpairs(&e, &tr, &rep, &err) == TS_OK) {
-            fixed += leaves_exact(&tr, &t, 6);
-            rechecked += rep.rechecked > 0;
-        }
-        ts_utree_free(&tr);
-        ts_infer_report_free(&rep);
-        ts_probe_engine_free(&e);
+        int again;
+        fixed += allpairs_exact(&t, 6, &again);
+        rechecked += again > 0;
     }
     ok(trap_made_switch >= 18, "one pair 150 us short makes a switch of its two nodes in a single "
        "inference (%d of 20 seeds)", trap_made_switch);
@@ -228,17 +236,9 @@ static void test_second_opinions(void)
         t.leaf[11] = 0;
         t.leaf[12] = 0;
         t.leaf[13] = 1;
-        ts_probe_engine e;
-        ts_utree tr;
-        ts_infer_report rep;
-        ts_probe_engine_init(&e, &t.tp, NULL, 0, &err);
-        if (ts_discover_allpairs(&e, &tr, &rep, &err) == TS_OK) {
-            real_kept += leaves_exact(&tr, &t, 6);
-            real_checked += rep.rechecked > 0;
-        }
-        ts_utree_free(&tr);
-        ts_infer_report_free(&rep);
-        ts_probe_engine_free(&e);
+        int again;
+        real_kept += allpairs_exact(&t, 6, &again);
+        real_checked += again > 0;
     }
     is_int(real_kept, 20, "a real two-node leaf switch is kept after its second opinions (20 seeds)");
     is_int(real_checked, 20, "and its pairs were measured again every time");
