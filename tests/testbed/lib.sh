@@ -191,18 +191,29 @@ tb_teardown() {
 
 # TAP for the testbed tests (tests/testbed*.t): the plan and the bail-outs every one starts
 # with (root; the programs it runs, HINT saying how to build them), then ok STATUS DESCRIPTION
-# and diag (stdin as comment lines). tb_tap_ran and tb_tap_failed count.
-tb_tap_ran=0 tb_tap_failed=0
+# and diag (stdin as comment lines). tb_tap_ran and tb_tap_failed count. A failed check and
+# the diag lines that follow it go to stderr as well, as Test::More does: prove without -v
+# (make check, CI) then shows why it failed, not only its number.
+tb_tap_ran=0 tb_tap_failed=0 tb_tap_last_failed=0
 ok() {      # COND-STATUS DESCRIPTION
   tb_tap_ran=$((tb_tap_ran + 1))
   if [ "$1" -eq 0 ]; then
     echo "ok $tb_tap_ran - $2"
+    tb_tap_last_failed=0
   else
     echo "not ok $tb_tap_ran - $2"
+    echo "#   Failed test $tb_tap_ran - $2 (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     tb_tap_failed=$((tb_tap_failed + 1))
+    tb_tap_last_failed=1
   fi
 }
-diag() { sed 's/^/# /'; }
+diag() {
+  if [ "$tb_tap_last_failed" = 1 ]; then
+    awk '{ print "# " $0; print "# " $0 > "/dev/stderr" }'
+  else
+    sed 's/^/# /'
+  fi
+}
 
 tb_tap_begin() {   # PLAN HINT PROGRAM...
   local plan=$1 hint=$2 bin
