@@ -20,20 +20,22 @@
  * pass), the one with the largest relative gap wins, provided that gap exceeds GAP_MIN; when
  * none does, the region is a star (every node its own child).
  *
- * Costs: adaptive planning needs a gather/scatter step (charged 2 ceil(log2 N) round trips),
- * so one step plans a batch of rounds, the later ones assuming the earlier tests come out
- * separate (most do). Pairs measured at one depth inside a child region are kept as evidence
- * there. Decisions use each pair's minimum of a few samples (jitter and outliers only add):
- * two in the top region, where loaded far pairs sit ~4x above near ones and a round costs its
- * far pairs' samples, three below. All samples of a near pair can still land in the jitter's
- * tail, and four rules keep such a pair from deciding anything on its own: a cut may keep a
- * few violations (CUT_OUTLIERS); a pair alone inside a gap is a straggler, neither near nor
- * far (STRAGGLERS); one far pair separates two fragments only inside the region's far band,
- * outside it OUTSIDE_BAND_TRUSTED are needed; and a separation resting on one pair gets a
- * second opinion from the padding pairs. A far class of a single pair is never trusted, nor
- * one made only of evidence carried from above (fewer samples, another load), nor a cut that
- * joins all of a region's nodes. A region ends when no fragment pair is left untested; when
- * random partners find none, every pair of its fragments is checked before it does.
+ * Costs: adaptive planning needs a gather/scatter step (charged 2 ceil(log2 N) round trips), so
+ * one step plans a batch of rounds, the later ones assuming the earlier tests come out separate
+ * (most do). Pairs measured at one depth inside a child region are kept as evidence there. Below
+ * the top, regions of at most REST_MAX_NODES nodes do not pad (a few pairs a round load their
+ * links too little to matter; mostly they are leaves proving a star). Decisions use each pair's
+ * minimum of a few samples (jitter and outliers only add): two in the top region, where loaded far
+ * pairs sit ~4x above near ones and a round costs its far pairs' samples, three below. All samples
+ * of a near pair can still land in the jitter's tail, and four rules keep such a pair from
+ * deciding anything on its own: a cut may keep a few violations (CUT_OUTLIERS); a pair alone
+ * inside a gap is a straggler, neither near nor far (STRAGGLERS); one far pair separates two
+ * fragments only inside the region's far band, outside it OUTSIDE_BAND_TRUSTED are needed; and a
+ * separation resting on one pair gets a second opinion from the padding pairs. A far class of a
+ * single pair is never trusted, nor one made only of evidence carried from above (fewer samples,
+ * another load), nor a cut that joins all of a region's nodes. A region ends when no fragment pair
+ * is left untested; when random partners find none, every pair of its fragments is checked before
+ * it does.
  *
  * Light rounds: near the end of the top region only a few fragment pairs are left to test,
  * and padding every member would make each of those rounds as costly as a full one. A round
@@ -89,6 +91,8 @@
                                    * pairs too little to set them 4x apart, and real hosts'
                                    * scheduling delays need the third sample (testbed) */
 #define SAMPLES_DEEP 3      /* ... and below it, where the levels are ~30% apart */
+#define REST_MAX_NODES 8    /* below the top, members of a region this small without a test
+                             * rest instead of padding (plan_round) */
 
 typedef struct meas {
     int a, b;
@@ -422,6 +426,7 @@ typedef struct frags {
     int nfrag;
     pairset sep;
     pairset weak;           /* separate on the word of one far pair: worth a second opinion */
+    int rest;               /* no padding: members without a test rest (REST_MAX_NODES) */
 } frags;
 
 static void frags_free(frags *g)
@@ -695,7 +700,7 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
             np += added;
             *light = 1;
         }
-    } else if (np > 0) {
+    } else if (np > 0 && !g->rest) {
         /* Everyone else pairs up at random: an evenly loaded region, and near pairs inside
          * fragments double as a consistency check of the cut. A free member first looks for
          * a partner in a fragment that is separate from its own on the word of one far pair:
@@ -1194,6 +1199,11 @@ static int fast_run(fast *F)
                     rc = TS_ENOMEM;
                     break;
                 }
+                /* A region of a few nodes below the top has at most a few pairs a round, too
+                 * few on its links for their load to move its levels, and mostly it is a
+                 * leaf proving it is a star, one pair of its nodes after the other: members
+                 * without a test do not pad there. */
+                g.rest = first > 0 && nmem <= REST_MAX_NODES;
                 int batch = first == 0 ? BATCH_TOP : BATCH_DEEP;
                 /* light rounds only in the top region, the one region of its depth: below,
                  * several regions share a round, and their rounds are cheap anyway */
