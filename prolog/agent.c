@@ -26,6 +26,8 @@
  * MEASURE_SHARE * B and distribution at DIST_SHARE * B, so workers (which started within a few
  * milliseconds of the leader) have the files before they give up at B. */
 #define RDV_SHARE 0.20
+#define RDV_AFTER_MEET 0.10        /* step mode: admission lasts this share of B after the exchange */
+#define RDV_MAX_SHARE 0.50         /* ... but never past this share */
 #define MEASURE_SHARE 0.85
 #define DIST_SHARE 0.95
 #define HELLO_EVERY_MS 20          /* worker retries before it holds the key */
@@ -1589,6 +1591,14 @@ static int run_leader(agent_config *c, double t0)
         return 1;
     }
     w.defer_status = lead;
+    /* Step mode: the tasks met at the PMIx exchange, which lasts until the last task of the
+     * step has started; srun starts them spread over up to a second on a loaded machine, and
+     * that spread must not eat the window the leader admits them in. Their JOINs come right
+     * after the exchange, so admission lasts a share of the budget past it (capped). */
+    double rdv_until = t0 + RDV_SHARE * c->budget_ms * 1e3;
+    if (c->rdv.exchange)
+        rdv_until = fmin(fmax(rdv_until, now_us() + RDV_AFTER_MEET * c->budget_ms * 1e3),
+                         t0 + RDV_MAX_SHARE * c->budget_ms * 1e3);
     /* This node's own agent runs as a thread with its own socket, exactly like the other
      * workers: the coordinator never has to probe and coordinate at the same time. */
     pthread_t tid;
@@ -1600,7 +1610,7 @@ static int run_leader(agent_config *c, double t0)
     }
     int ok = 1;
     if (lead) {
-        leader_rendezvous(&L, t0 + RDV_SHARE * c->budget_ms * 1e3);
+        leader_rendezvous(&L, rdv_until);
         L.t_rdv = (now_us() - t0) / 1e3;
         vlog(c, "%d of %d agents joined in %.1f ms", L.njoined, c->nnodes, L.t_rdv);
         if (leader_measure(&L, &R, &err) != TS_OK) {
