@@ -12,9 +12,9 @@
  * Why it survives interference: concurrent pairs that share a link inflate each other's RTT,
  * and inflation only ever adds. A region's pairs use only the region's links, so regions of
  * one depth never disturb each other. Inside a region every node is busy (nodes without a
- * useful test pair up anyway; below the top, see Costs), so most pairs of a round are far and
- * load the uplinks of the children of s heavily and alike from round to round: far pairs are
- * inflated the most, which widens the near/far gap instead of blurring it. The gap is found without a fixed epsilon:
+ * useful test pair up anyway), so most pairs of a round are far and load the uplinks of the
+ * children of s heavily and alike from round to round: far pairs are inflated the most, which
+ * widens the near/far gap instead of blurring it. The gap is found without a fixed epsilon:
  * among the cuts of the region's sorted RTTs that are *consistent* (no pair above the cut joins
  * two nodes already connected by pairs below it, checked for all cuts at once with a Kruskal
  * pass), the one with the largest relative gap wins, provided that gap exceeds GAP_MIN; when
@@ -24,10 +24,7 @@
  * one step plans a batch of rounds, the later ones assuming the earlier tests come out separate
  * (most do). Pairs measured at one depth inside a child region are kept as evidence there. Below
  * the top, regions of at most REST_MAX_NODES nodes do not pad (a few pairs a round load their
- * links too little to matter; mostly they are leaves proving a star), and regions of
- * HALF_PAD_MIN_NODES or more pad only up to half their members busy: the first batch keeps every
- * member busy with tests, which sets the cut, and later rounds of a few tests then load the
- * children's uplinks half as much, which moves far pairs less than the near/far gap. Decisions use each pair's
+ * links too little to matter; mostly they are leaves proving a star). Decisions use each pair's
  * minimum of a few samples (jitter and outliers only add): two in the top region, where loaded far
  * pairs sit ~4x above near ones and a round costs its far pairs' samples, three below. All samples
  * of a near pair can still land in the jitter's tail, and four rules keep such a pair from
@@ -96,7 +93,6 @@
 #define SAMPLES_DEEP 3      /* ... and below it, where the levels are ~30% apart */
 #define REST_MAX_NODES 8    /* below the top, members of a region this small without a test
                              * rest instead of padding (plan_round) */
-#define HALF_PAD_MIN_NODES 32 /* ... and one at least this big pads half its members only */
 
 typedef struct meas {
     int a, b;
@@ -431,7 +427,6 @@ typedef struct frags {
     pairset sep;
     pairset weak;           /* separate on the word of one far pair: worth a second opinion */
     int rest;               /* no padding: members without a test rest (REST_MAX_NODES) */
-    int pad_pairs;          /* padding stops at this many pairs, tests included (0: all busy) */
 } frags;
 
 static void frags_free(frags *g)
@@ -724,8 +719,7 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
                 freel[u] = tmp;
             }
         }
-        int upto = g->pad_pairs > 0 ? g->pad_pairs : nmem;
-        for (int i = 0; i + 1 < nfree && np < upto; i += 2) {
+        for (int i = 0; i + 1 < nfree; i += 2) {
             out[np].a = g->mem[freel[i]];
             out[np].b = g->mem[freel[i + 1]];
             np++;
@@ -1210,10 +1204,6 @@ static int fast_run(fast *F)
                  * leaf proving it is a star, one pair of its nodes after the other: members
                  * without a test do not pad there. */
                 g.rest = first > 0 && nmem <= REST_MAX_NODES;
-                /* A big region below the top: half its members busy load its children's
-                 * uplinks enough to keep far pairs apart (HALF_PAD_MIN_NODES) */
-                if (first > 0 && nmem >= HALF_PAD_MIN_NODES)
-                    g.pad_pairs = nmem / 4;
                 int batch = first == 0 ? BATCH_TOP : BATCH_DEEP;
                 /* light rounds only in the top region, the one region of its depth: below,
                  * several regions share a round, and their rounds are cheap anyway */
