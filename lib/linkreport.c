@@ -278,3 +278,30 @@ int ts_links_write_yaml(const ts_fabric *tree, const ts_link_result *res, const 
     }
     return ferror(out) ? TS_ESYS : TS_OK;
 }
+
+/* ---- pairs.yaml ---- */
+
+int ts_link_pairs_write_yaml(const ts_fabric *tree, const ts_link_result *res, FILE *out)
+{
+    fprintf(out, "# toposcope link-stage pairs: each measured pair's round trip (rtt_us, ci_us its\n"
+                 "# interval's half-width), what the solved links predict for it (fit_us) and the\n"
+                 "# weight the robust solve kept (below 1: an outlier).\n");
+    fprintf(out, "measurements: %d\npairs:\n", res->nmeas);
+    for (int i = 0; i < res->nmeas; i++) {
+        const ts_link_measurement *M = &res->meas[i];
+        if (M->a < 0 || M->a >= tree->nnodes || M->b < 0 || M->b >= tree->nnodes)
+            continue;
+        fprintf(out, "  - {a: ");
+        ts_emit_yaml_string(out, tree->v[tree->node_vertex[M->a]].name);
+        fprintf(out, ", b: ");
+        ts_emit_yaml_string(out, tree->v[tree->node_vertex[M->b]].name);
+        fprintf(out, ", round: %d, samples: %d", M->round, M->samples);
+        yaml_num(out, "rtt_us", M->rtt_us, "%.3f");
+        yaml_num(out, "ci_us", M->ci_us, "%.3f");
+        yaml_num(out, "fit_us", M->fit_us, "%.3f");
+        yaml_num(out, "residual_us", M->residual_us, "%.3f");
+        yaml_num(out, "weight", M->weight, "%.4f");
+        fprintf(out, "}\n");
+    }
+    return ferror(out) ? TS_ESYS : TS_OK;
+}

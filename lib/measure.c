@@ -119,6 +119,7 @@ void ts_measure_text_free(ts_measure_text *t)
     free(t->topology_conf);
     free(t->tree_yaml);
     free(t->links_yaml);
+    free(t->pairs_yaml);
     memset(t, 0, sizeof *t);
 }
 
@@ -126,9 +127,9 @@ int ts_measure_render(const ts_measure *m, const ts_fabric *truth, const ts_link
                       ts_measure_text *out, ts_error *err)
 {
     memset(out, 0, sizeof *out);
-    char **slot[3] = {&out->topology_conf, &out->tree_yaml, &out->links_yaml};
-    for (int k = 0; k < 3; k++) {
-        if (k == 2 && !m->links_ran)
+    char **slot[4] = {&out->topology_conf, &out->tree_yaml, &out->links_yaml, &out->pairs_yaml};
+    for (int k = 0; k < 4; k++) {
+        if (k >= 2 && !m->links_ran)
             break;
         size_t len;
         FILE *f = open_memstream(slot[k], &len);
@@ -140,8 +141,10 @@ int ts_measure_render(const ts_measure *m, const ts_fabric *truth, const ts_link
             ts_fabric_write_topology_conf(&m->tree, f);
         else if (k == 1)
             ts_fabric_write_yaml(&m->tree, f);
-        else
+        else if (k == 2)
             ts_links_write_yaml(&m->tree, &m->links, lt, truth, f);
+        else
+            ts_link_pairs_write_yaml(&m->tree, &m->links, f);
         if (ferror(f) | fclose(f)) {
             ts_measure_text_free(out);
             return ts_fail(err, TS_ENOMEM, "out of memory");
@@ -196,9 +199,9 @@ int ts_measure_write(const ts_measure *m, int dirfd, int mode, const ts_fabric *
     int rc = ts_measure_render(m, truth, lt, &t, err);
     if (rc != TS_OK)
         return rc;
-    const char *names[3] = {"topology.conf", "tree.yaml", "links.yaml"};
-    const char *data[3] = {t.topology_conf, t.tree_yaml, t.links_yaml};
-    for (int k = 0; k < 3 && rc == TS_OK; k++)
+    const char *names[4] = {"topology.conf", "tree.yaml", "links.yaml", "pairs.yaml"};
+    const char *data[4] = {t.topology_conf, t.tree_yaml, t.links_yaml, t.pairs_yaml};
+    for (int k = 0; k < 4 && rc == TS_OK; k++)
         if (data[k])
             rc = ts_write_file_at(dirfd, names[k], data[k], strlen(data[k]), mode, err);
     ts_measure_text_free(&t);

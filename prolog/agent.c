@@ -1195,6 +1195,9 @@ static const ts_transport_ops udp_ops = {
 
 typedef struct leader_result {
     char *text[NFILES];
+    /* pairs.yaml: the link stage's raw pairs, written on the leader's node only (it can be
+     * a few hundred kB on a large job, too much to send every node for nothing) */
+    char *pairs;
 } leader_result;
 
 static void leader_status(leader *L, const ts_measure *m, int measured, const char *status,
@@ -1331,6 +1334,7 @@ static int leader_measure(leader *L, leader_result *R, ts_error *err)
         R->text[F_TOPOLOGY] = t.topology_conf;
         R->text[F_TREE] = t.tree_yaml;
         R->text[F_LINKS] = t.links_yaml;
+        R->pairs = t.pairs_yaml;
         char *p = reason;
         size_t cap = sizeof reason;
         if (nmiss > 0) {
@@ -1495,8 +1499,8 @@ static void leader_free(leader *L)
 }
 
 /* The leader node's status.yaml: what every agent got, this node's own section, and what
- * only the leader knows at the end (distribution time, its wire counters). */
-static int leader_write_status(leader *L, worker *w, ts_error *err)
+ * only the leader knows at the end (distribution time, its wire counters); and pairs.yaml. */
+static int leader_write_status(leader *L, worker *w, const char *pairs, ts_error *err)
 {
     char *s = NULL;
     size_t len;
@@ -1513,6 +1517,8 @@ static int leader_write_status(leader *L, worker *w, ts_error *err)
     }
     int dirfd = spool_open(L->c, err);
     int rc = dirfd < 0 ? dirfd : spool_write(L->c, dirfd, "status.yaml", s, err);
+    if (rc == TS_OK && pairs)
+        rc = spool_write(L->c, dirfd, "pairs.yaml", pairs, err);
     if (dirfd >= 0)
         close(dirfd);
     free(s);
@@ -1625,12 +1631,13 @@ static int run_leader(agent_config *c, double t0)
     pthread_join(tid, &wrc);
     if (wrc != NULL)
         ok = 0;
-    if (ok && lead && w.status_text && leader_write_status(&L, &w, &err) != TS_OK) {
+    if (ok && lead && w.status_text && leader_write_status(&L, &w, R.pairs, &err) != TS_OK) {
         agent_err(c, "%s", err.text);
         ok = 0;
     }
     for (int k = 0; k < NFILES; k++)
         free(R.text[k]);
+    free(R.pairs);
     worker_free(&w);
     leader_free(&L);
     return ok ? 0 : 1;

@@ -132,9 +132,9 @@ diag < "$work/sbatch.out"
 check_step p16 "$FABRIC" "probe, 16 nodes, 2 levels"
 host_us=$h8 HOST_PAIRS=$PAIRS8 check_step p8 "$FABRIC" "probe, 8 nodes, 2 levels"
 d=$jobdir/p16
-[ "$(stat -c '%a' "$d"/tree.yaml "$d"/topology.conf "$d"/links.yaml "$d"/status.yaml | sort -u)" = 640 ] &&
-  [ "$(ls "$d" | wc -l)" -eq 4 ]
-ok $? "probe: rank 0 wrote the four files, 0640, nothing else"
+[ "$(stat -c '%a' "$d"/tree.yaml "$d"/topology.conf "$d"/links.yaml "$d"/pairs.yaml "$d"/status.yaml | sort -u)" = 640 ] &&
+  [ "$(ls "$d" | wc -l)" -eq 5 ]
+ok $? "probe: rank 0 wrote the five files (the leader's pairs.yaml too), 0640, nothing else"
 
 # as a user: the job's uid makes and checks the credentials, and owns the files
 install -d -o nobody -g nogroup -m 0755 "$jobdir/user"

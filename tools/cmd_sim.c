@@ -55,7 +55,7 @@ static void sim_usage(FILE *out)
             "  --link-extra-rounds N\n"
             "                       rounds of extra link-disjoint pairs after the link plan's own rounds\n"
             "                       (default 8; they tighten the estimates of the upper links)\n"
-            "  --no-links           leave out the link stage (no links.yaml, no link_* metrics)\n"
+            "  --no-links           leave out the link stage (no links.yaml, pairs.yaml, link_* metrics)\n"
             "  --baseline PATH      compare the links with a baseline and write DIR/anomalies.yaml: PATH is\n"
             "                       a baseline file (toposcope report --update-baseline) or a directory\n"
             "                       of earlier runs on the same fabric (its own and its subdirectories'\n"
@@ -72,7 +72,8 @@ static void sim_usage(FILE *out)
             "writes DIR/topology.conf (inferred tree, Slurm syntax), DIR/tree.yaml (with edge latency\n"
             "estimates), DIR/truth.yaml (the simulated hardware), DIR/links.yaml (per link: estimate,\n"
             "90%% interval, samples, truth and relative error; links that cannot be separated are one\n"
-            "aggregated entry listing its links) and DIR/metrics.yaml.\n"
+            "aggregated entry listing its links), DIR/pairs.yaml (the link stage's measured pairs:\n"
+            "round trip, fit, residual, weight) and DIR/metrics.yaml.\n"
             "exit status: 0 done, 1 failure, 2 bad input (the message names the file and line)\n");
 }
 

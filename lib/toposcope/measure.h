@@ -46,14 +46,15 @@ int ts_measure_run(ts_probe_engine *e, const ts_measure_options *o, ts_measure *
 void ts_measure_free(ts_measure *m);
 
 /* Into the directory open at dirfd: topology.conf, tree.yaml and (when the link stage ran)
- * links.yaml, each written aside (NAME.tmp, O_NOFOLLOW | O_EXCL) then renamed over NAME, with
- * `mode`. truth and lt (both or neither) add truth names and errors to links.yaml. */
+ * links.yaml and pairs.yaml, each written aside (NAME.tmp, O_NOFOLLOW | O_EXCL) then renamed
+ * over NAME, with `mode`. truth and lt (both or neither) add truth names and errors to links.yaml. */
 int ts_measure_write(const ts_measure *m, int dirfd, int mode, const ts_fabric *truth,
                      const ts_link_truth *lt, ts_error *err);
 
-/* The three files as ts_measure_write writes them, into one caller-freed buffer each. */
+/* The files as ts_measure_write writes them, into one caller-freed buffer each. */
 typedef struct ts_measure_text {
-    char *topology_conf, *tree_yaml, *links_yaml;   /* links_yaml NULL without a link stage */
+    char *topology_conf, *tree_yaml;
+    char *links_yaml, *pairs_yaml;   /* NULL without a link stage */
 } ts_measure_text;
 
 int ts_measure_render(const ts_measure *m, const ts_fabric *truth, const ts_link_truth *lt,

@@ -1,12 +1,17 @@
 /* toposcope-treecmp — testbed check: is an agent's tree.yaml the fabric's tree (restricted to
  * the nodes the tree holds), and how far is each links.yaml estimate from the delay the
  * emulator was configured with?
- *   toposcope-treecmp [--host-us H] FABRIC PARAMS TREE.yaml LINKS.yaml
+ *   toposcope-treecmp [--host-us H] [--pairs PAIRS.yaml] FABRIC PARAMS TREE.yaml LINKS.yaml
  * prints tree_exact, then one line per link (est_us, truth_us, rel_err) and rel_err_max.
  * Truth: the one-way link delays realized from the fabric and params exactly as the emulator
  * realizes them (fabric seed 0). The emulator adds no host overhead, the nodes' stacks do:
  * H is what they add to a round trip, measured on the testbed, and an access link's truth is
- * its delay + H/4, the same definition the simulator's truth uses (lib/linkreport.c). */
+ * its delay + H/4, the same definition the simulator's truth uses (lib/linkreport.c).
+ * With --pairs (the leader's pairs.yaml), H is what the job's own link stage saw: the median
+ * over its pairs of the measured round trip minus the emulator's path delay there and back.
+ * That is one number for the whole job, under the job's own load (udping, run before and after
+ * it, reads the same stacks under another load and swings by a factor of 5 on a small VM);
+ * how the solve splits each pair between access links and uplinks is still what is checked. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,16 +64,88 @@ static int restrict_to(const ts_fabric *full, const ts_fabric *tree, ts_fabric *
     return rc < 0 ? rc : TS_OK;
 }
 
+/* One-way delay of the path between two vertices: the links from each up to their lowest
+ * common ancestor. */
+static double path_us(const ts_fabric *f, int a, int b)
+{
+    double d = 0;
+    while (a != b) {
+        if (f->v[a].depth >= f->v[b].depth) {
+            d += f->v[a].link_us;
+            a = f->v[a].parent;
+        } else {
+            d += f->v[b].link_us;
+            b = f->v[b].parent;
+        }
+        if (a == TS_NONE || b == TS_NONE)
+            return NAN;
+    }
+    return d;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* H from pairs.yaml: the median of rtt_us - 2 * path delay over its pairs; NAN without any.
+ * *npairs: how many pairs it rests on. */
+static double host_from_pairs(const ts_fabric *full, const char *path, int *npairs)
+{
+    *npairs = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return NAN;
+    }
+    size_t cap = 256;
+    double *h = malloc(cap * sizeof *h);
+    char line[1024], a[256], b[256];
+    while (h && fgets(line, sizeof line, f)) {
+        const char *r = strstr(line, "rtt_us: ");
+        if (!r || sscanf(line, " - {a: \"%255[^\"]\", b: \"%255[^\"]\"", a, b) != 2)
+            continue;
+        int va = ts_fabric_find(full, a), vb = ts_fabric_find(full, b);
+        double rtt = strtod(r + 8, NULL), p = va == TS_NONE || vb == TS_NONE ? NAN : path_us(full, va, vb);
+        if (!isfinite(rtt) || !isfinite(p))
+            continue;
+        if ((size_t)*npairs == cap) {
+            double *g = realloc(h, 2 * cap * sizeof *h);
+            if (!g)
+                break;
+            h = g;
+            cap *= 2;
+        }
+        h[(*npairs)++] = rtt - 2 * p;
+    }
+    fclose(f);
+    double m = NAN;
+    if (h && *npairs > 0) {
+        qsort(h, (size_t)*npairs, sizeof *h, cmp_double);
+        m = *npairs % 2 ? h[*npairs / 2] : (h[*npairs / 2 - 1] + h[*npairs / 2]) / 2;
+    }
+    free(h);
+    return m;
+}
+
 int main(int argc, char **argv)
 {
     double host_us = 0;
-    if (argc > 2 && strcmp(argv[1], "--host-us") == 0) {
-        host_us = strtod(argv[2], NULL);
+    const char *pairs = NULL;
+    for (;;) {
+        if (argc > 2 && strcmp(argv[1], "--host-us") == 0)
+            host_us = strtod(argv[2], NULL);
+        else if (argc > 2 && strcmp(argv[1], "--pairs") == 0)
+            pairs = argv[2];
+        else
+            break;
         argv += 2;
         argc -= 2;
     }
     if (argc != 5) {
-        fprintf(stderr, "usage: toposcope-treecmp [--host-us H] FABRIC PARAMS TREE.yaml LINKS.yaml\n");
+        fprintf(stderr, "usage: toposcope-treecmp [--host-us H] [--pairs PAIRS.yaml] FABRIC PARAMS "
+                        "TREE.yaml LINKS.yaml\n");
         return 2;
     }
     ts_error err;
@@ -83,10 +160,21 @@ int main(int argc, char **argv)
         return fail(argv[2], &err);
     if (ts_model_realize(&model, &full, &params, 0, NULL, 0, &err) != TS_OK)
         return fail("model", &err);
-    for (int v = 0; v < full.nvert; v++) {
+    for (int v = 0; v < full.nvert; v++)
         full.v[v].link_us = model.link_us[v];
-        full.v[v].host_us = host_us;
+    if (pairs) {
+        int n;
+        double h = host_from_pairs(&full, pairs, &n);
+        printf("host_us_udping: %.1f\nhost_us_pairs: %.1f\nhost_pairs: %d\n", host_us, h, n);
+        if (!isfinite(h)) {
+            fprintf(stderr, "toposcope-treecmp: %s: no pair of the fabric's nodes with an rtt_us\n", pairs);
+            return 2;
+        }
+        host_us = h;
     }
+    printf("host_us: %.1f\n", host_us);
+    for (int v = 0; v < full.nvert; v++)
+        full.v[v].host_us = host_us;
     if (ts_fabric_load_tree_yaml(&tree, argv[3], &err) != TS_OK)
         return fail(argv[3], &err);
     if (restrict_to(&full, &tree, &truth, &err) != TS_OK)

@@ -999,6 +999,54 @@ static void test_truth_map(void)
     ok(good && links == r.nlinks && lists == 1,
        "links.yaml parses: %d entries, %d with a list of names (the aggregate)", links, lists);
     free(buf);
+    /* pairs.yaml read back: every measured pair, in order, with its names and round trip */
+    buf = NULL;
+    len = 0;
+    mem = open_memstream(&buf, &len);
+    ts_link_pairs_write_yaml(&inf, &r, mem);
+    fclose(mem);
+    yaml_parser_initialize(&yp);
+    yaml_parser_set_input_string(&yp, (const unsigned char *)buf, len);
+    int entries = 0, agree = 0, depth = 0;
+    char key[32] = "", an_[64] = "", bn_[64] = "";
+    double rtt = NAN;
+    good = 1;
+    done = 0;
+    while (good && !done) {
+        if (!yaml_parser_parse(&yp, &ev)) {
+            good = 0;
+            break;
+        }
+        if (ev.type == YAML_MAPPING_START_EVENT && ++depth == 2) {
+            key[0] = an_[0] = bn_[0] = 0;
+            rtt = NAN;
+        } else if (ev.type == YAML_MAPPING_END_EVENT && depth-- == 2) {
+            const ts_link_measurement *M = entries < r.nmeas ? &r.meas[entries] : NULL;
+            agree += M && strcmp(an_, inf.v[inf.node_vertex[M->a]].name) == 0 &&
+                     strcmp(bn_, inf.v[inf.node_vertex[M->b]].name) == 0 && fabs(rtt - M->rtt_us) < 1e-3;
+            entries++;
+        } else if (ev.type == YAML_SCALAR_EVENT && depth == 2) {
+            const char *v = (const char *)ev.data.scalar.value;
+            if (!key[0]) {
+                snprintf(key, sizeof key, "%s", v);
+            } else {
+                if (strcmp(key, "a") == 0)
+                    snprintf(an_, sizeof an_, "%s", v);
+                else if (strcmp(key, "b") == 0)
+                    snprintf(bn_, sizeof bn_, "%s", v);
+                else if (strcmp(key, "rtt_us") == 0)
+                    rtt = strtod(v, NULL);
+                key[0] = 0;
+            }
+        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&yp);
+    ok(good && r.nmeas > 0 && entries == r.nmeas && agree == r.nmeas,
+       "pairs.yaml parses: %d of %d measured pairs, %d with their names and round trip", entries,
+       r.nmeas, agree);
+    free(buf);
     ts_link_truth_free(&t);
     ts_link_result_free(&r);
     ts_link_plan_free(&p);
