@@ -91,6 +91,11 @@
                                    * pairs too little to set them 4x apart, and real hosts'
                                    * scheduling delays need the third sample (testbed) */
 #define SAMPLES_DEEP 3      /* ... and below it, where the levels are ~30% apart */
+#define BIG_PARTNER_MIN_NODES 256 /* a top region this big pairs fragments with the biggest
+                                   * partner (plan_round); in a smaller one, with few children,
+                                   * such tests join so often that near pairs fill its rounds
+                                   * and far pairs lose the load that sets them apart (at 128
+                                   * nodes its cut moved in 6 of 100 seeds) */
 #define REST_MAX_NODES 8    /* below the top, members of a region this small without a test
                              * rest instead of padding (plan_round) */
 
@@ -427,6 +432,7 @@ typedef struct frags {
     pairset sep;
     pairset weak;           /* separate on the word of one far pair: worth a second opinion */
     int rest;               /* no padding: members without a test rest (REST_MAX_NODES) */
+    int biggest;            /* partners: the biggest fragment, not the smallest (plan_round) */
 } frags;
 
 static void frags_free(frags *g)
@@ -502,7 +508,10 @@ static int frags_build(fast *F, frags *g, const region *r, const int *mem, int n
  * Members of big fragments choose first, and each takes the smallest fragment it may test
  * among the free members it looks at: a small fragment learns most from a big one (a far
  * answer rules out a whole chunk of a child), and big fragments are the ones with members
- * to spare. Planned fragment pairs join g->sep, so the next round of a batch tests other
+ * to spare. In a top region of BIG_PARTNER_MIN_NODES or more, each takes the biggest one
+ * instead (g->biggest): fragments then grow fastest, as a join merges big chunks of a child
+ * and a far answer separates them for good, and the region resolves in fewer rounds with
+ * fewer tests. Planned fragment pairs join g->sep, so the next round of a batch tests other
  * ones. Members without a useful partner pair up anyway. Returns the number of pairs
  * written to out, -1 when out of memory; *tests gets the useful ones. */
 /* Plans a test for every fragment pair not in g->sep, as far as free members last; see
@@ -650,13 +659,15 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
         int off = full ? (int)ts_rng_below(&F->rng, (uint64_t)nfree) : 0;
         for (int t = 0; t < (full ? nfree : PICK_TRIES); t++) {
             int c = full ? freel[(off + t) % nfree] : freel[ts_rng_below(&F->rng, (uint64_t)nfree)];
-            if (g->fid[c] == a || (u >= 0 && size[g->fid[c]] >= size[g->fid[u]]) ||
+            if (g->fid[c] == a ||
+                (u >= 0 && (g->biggest ? size[g->fid[c]] <= size[g->fid[u]]
+                                       : size[g->fid[c]] >= size[g->fid[u]])) ||
                 pairset_has(&g->sep, a, g->fid[c]))
                 continue;
             u = c;
             /* nothing is smaller than a singleton: the full scan stops at the first one it
              * may test (the random tries keep drawing, so the draws stay as they were) */
-            if (full && size[g->fid[u]] == 1)
+            if (full && !g->biggest && size[g->fid[u]] == 1)
                 break;
         }
         if (u < 0)
@@ -1204,6 +1215,7 @@ static int fast_run(fast *F)
                  * leaf proving it is a star, one pair of its nodes after the other: members
                  * without a test do not pad there. */
                 g.rest = first > 0 && nmem <= REST_MAX_NODES;
+                g.biggest = first == 0 && nmem >= BIG_PARTNER_MIN_NODES;
                 int batch = first == 0 ? BATCH_TOP : BATCH_DEEP;
                 /* light rounds only in the top region, the one region of its depth: below,
                  * several regions share a round, and their rounds are cheap anyway */
