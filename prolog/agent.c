@@ -1592,6 +1592,16 @@ static int run_leader(agent_config *c, double t0)
     if (worker_init(&w, c, t0, &err) != TS_OK ||
         (c->rdv.exchange && step_exchange(c, lead ? &L : NULL, &w, &err) != TS_OK)) {
         agent_err(c, "%s", err.text);
+        if (c->rdv.exchange && c->step_nodes && w.win) {
+            /* the tasks never met: the step's nodes in hostlist order all the same, saying why */
+            char why[sizeof err.text + 64];
+            snprintf(why, sizeof why, "the tasks never met: %s", err.text);
+            c->names = c->step_nodes;
+            if (worker_fallback(&w, why, &err) != TS_OK)
+                agent_err(c, "%s", err.text);
+            else
+                vlog(c, "wrote the fallback result for the %d nodes of the step", c->nnodes);
+        }
         worker_free(&w);
         leader_free(&L);
         return 1;

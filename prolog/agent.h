@@ -78,6 +78,10 @@ typedef struct agent_config {
     gid_t job_gid;
     int pin_cpu;               /* pin the agent to one CPU while probing */
     const char *mode;          /* "prolog" or "step", recorded in status.yaml */
+    char **step_nodes;         /* step mode: the step's nnodes nodes in hostlist order as the
+                                * launcher names them (SLURM_STEP_NODELIST), NULL if unknown:
+                                * when the tasks never meet, the leader writes the fallback
+                                * result for them, so the files are there all the same */
     agent_keyx keyx;
     agent_rendezvous rdv;
     int verbose;
@@ -87,7 +91,8 @@ void agent_config_default(agent_config *c);
 
 /* Run this node's agent (and the leader when self == 0). Returns 0 when the spool directory
  * was written (with status measured, partial or fallback; step mode: or was not this node's to
- * write), 1 when not even that was possible. */
+ * write), 1 when not even that was possible, and in step mode when the tasks never met (the
+ * leader still writes the fallback then when step_nodes names the nodes). */
 int agent_run(const agent_config *c);
 
 /* The leader's rendezvous port candidates: port_base + (job + k) mod port_span. */

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <pmix.h>
+#include "toposcope/hostlist.h"
 #include "agent.h"
 #include "cred.h"
 #include "options.h"
@@ -32,9 +33,10 @@ static void usage(FILE *out)
             "runs the probe plan, infers the switch tree and per-link latencies, and writes DIR\n"
             "(made if missing) on its node: topology.conf, tree.yaml, links.yaml, pairs.yaml (the\n"
             "link stage's measured pairs) and status.yaml (status measured, partial or fallback,\n"
-            "and why). Each task finishes within the\n"
-            "budget plus %d ms once the tasks have met; a task that has not met the others\n"
-            "within the budget gives up (exit 1, the reason on stderr).\n"
+            "and why). Each task finishes within the budget plus %d ms once the tasks have met;\n"
+            "a task that has not met the others within the budget gives up (exit 1, the reason\n"
+            "on stderr), and rank 0 still writes the fallback result for the step's nodes\n"
+            "(SLURM_STEP_NODELIST, one node per task) in hostlist order.\n"
             "\n"
             "options:\n"
             "  --out DIR            where rank 0 writes the files\n"
@@ -416,7 +418,17 @@ int main(int argc, char **argv)
     cred_munge_keyx(&c.keyx, getuid());
     c.rdv.exchange = pmix_exchange;
     c.rdv.ctx = &r;
+    /* one task per node: the step's node list, when it names as many nodes as there are
+     * tasks, is what the fallback result lists if the tasks never meet */
+    ts_hostlist step_nodes = {0, NULL};
+    const char *nodelist = getenv("SLURM_STEP_NODELIST");
+    ts_error herr;
+    if (c.write_out && nodelist &&
+        ts_hostlist_expand(nodelist, strlen(nodelist), &step_nodes, &herr) == TS_OK &&
+        step_nodes.count == r.size)
+        c.step_nodes = step_nodes.hosts;
     status = agent_run(&c);
+    ts_hostlist_free(&step_nodes);
 done:
     if (r.stuck) {
         /* PMIx_Finalize would wait for the exchange that never ended: leave without it (the

@@ -147,7 +147,8 @@ ok $? "probe as nobody: the files are the user's, status.yaml names its uid"
 
 # a task that reaches the fence late (rank 1 starts 6 s after the others): PMIX_TIMEOUT is only
 # a request to Slurm's PMIx server, and a lookup of a rank that has not published waits for it:
-# every task bounds the exchange itself and gives up in time, saying why
+# every task bounds the exchange itself and gives up in time, saying why; rank 0 leaves the
+# fallback result (the step's nodes from SLURM_STEP_NODELIST, in hostlist order) all the same
 mkdir -p "$jobdir/late"
 cat > "$jobdir/late/job.sh" <<JOB
 #!/bin/bash
@@ -161,8 +162,11 @@ JOB
 late_rc=$?
 awk -v b=$((1500 + GRACE)) '$1 != 1 && ($2 != 1 || $3 > b) { bad = 1 } $1 != 1 { n++ } END { exit bad || n != 3 }' "$jobdir/late/rc" &&
   grep -q 'the PMIx exchange (fence and lookups) did not complete within 1.5 s' "$jobdir/late/err.0" &&
-  [ ! -e "$jobdir/late/out/tree.yaml" ]
-ok $? "a task 6 s late: the other three give up within 1500 + $GRACE ms, exit 1, no files (sbatch exit $late_rc; task, exit, ms: $(sort -n "$jobdir/late/rc" 2>/dev/null | tr '\n' ' ')): $(head -c 120 "$jobdir/late/err.0" 2>/dev/null | tail -1)"
+  [ "$(field "$jobdir/late/out/status.yaml" status)" = fallback ] &&
+  field "$jobdir/late/out/status.yaml" reason | grep -q '^the tasks never met: the PMIx exchange' &&
+  grep -q 'SwitchName=fallback Nodes=node\[1-4\]' "$jobdir/late/out/topology.conf" &&
+  [ -s "$jobdir/late/out/tree.yaml" ] && [ ! -e "$jobdir/late/out/links.yaml" ]
+ok $? "a task 6 s late: the other three give up within 1500 + $GRACE ms, exit 1; rank 0 wrote the fallback, node[1-4] in hostlist order (sbatch exit $late_rc; task, exit, ms: $(sort -n "$jobdir/late/rc" 2>/dev/null | tr '\n' ' ')): $(head -c 120 "$jobdir/late/err.0" 2>/dev/null | tail -1)"
 
 # the stacks' overhead drifts with the machine's other load: measured again just before
 h=$(host_overhead 7700 $PAIRS)
