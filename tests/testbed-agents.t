@@ -187,9 +187,10 @@ diag < "$work/w.out"
 ok $? "two jobs: both measured on every node"
 # Twelve agents and two link stages on this machine's 2 CPUs: the stack overhead that an access
 # link's estimate includes by definition (a quarter of what its node adds to a round trip)
-# roughly doubles, so access links get 25% here; uplinks, which no host part touches, keep 10%.
-ACCESS_TOL=0.25 check_exact 551 "$A" "$FABRIC" "job 551 (node[1-3,5-7])"
-ACCESS_TOL=0.25 check_exact 552 "$B" "$FABRIC" "job 552 (node[2-5,7-8])"
+# roughly doubles (150 us against 50-90 alone); each job's own pairs.yaml shows it, so the
+# bounds stay those of a job alone.
+check_exact 551 "$A" "$FABRIC" "job 551 (node[1-3,5-7])"
+check_exact 552 "$B" "$FABRIC" "job 552 (node[2-5,7-8])"
 
 # ---- 16 nodes, 3 levels -------------------------------------------------------------------------
 FABRIC=$REPO/tests/data/agents/fabric16.conf
