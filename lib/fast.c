@@ -1349,7 +1349,8 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.err = err;
     F.n = n;
     F.min_gap = INFINITY;
-    ts_rng_seed_stream(&F.rng, (uint64_t)n * 0x9e3779b97f4a7c15ULL, 0xfa57u);
+    ts_rng_seed_stream(&F.rng, ((uint64_t)n * 0x9e3779b97f4a7c15ULL) ^ (e->plan_seed * 0xbf58476d1ce4e5b9ULL),
+                       0xfa57u);
     /* a few samples and their minimum: the decisions compare levels ~10x the jitter apart;
      * in the top region the loaded far pairs sit ~4x above the near ones, and the cost of a
      * round is its far pairs' samples, so two do there */

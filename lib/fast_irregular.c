@@ -388,7 +388,8 @@ int ts_irr_discover(ts_probe_engine *e, const ts_stop_rule *rule, const unsigned
     I.rule = rule;
     I.err = err;
     I.n = e->tp->nnodes;
-    ts_rng_seed_stream(&I.rng, (uint64_t)I.n * 0x9e3779b97f4a7c15ULL, 0x1aeeu);
+    ts_rng_seed_stream(&I.rng, ((uint64_t)I.n * 0x9e3779b97f4a7c15ULL) ^ (e->plan_seed * 0xbf58476d1ce4e5b9ULL),
+                       0x1aeeu);
     I.live = malloc(sizeof(int) * (size_t)I.n);
     I.uf = malloc(sizeof(int) * (size_t)I.n);
     groups g;

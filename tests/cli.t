@@ -13,7 +13,7 @@ field() { awk -v k="$1:" '$1==k {print $2}' "$2"; }
 "$bin" --help > "$tmp/help" 2>&1; ok $? "toposcope --help"
 grep -q "sim" "$tmp/help"; ok $? "--help lists the sim command"
 "$bin" sim --help > "$tmp/simhelp" 2>&1; ok $? "toposcope sim --help"
-for opt in --fabric --params --profile --seed --fabric-seed --budget-ms --method --inject --out; do
+for opt in --fabric --params --profile --seed --fabric-seed --plan-seed --budget-ms --method --inject --out; do
     grep -q -- "$opt" "$tmp/simhelp"; ok $? "sim --help documents $opt"
 done
 
@@ -45,6 +45,20 @@ done
 # the inferred topology.conf is valid input again, and describes the same tree
 "$bin" sim --fabric "$out/topology.conf" --method allpairs --out "$tmp/again" > "$tmp/log" 2>&1
 ok $? "the inferred topology.conf parses as a fabric"
+
+# --plan-seed varies fast's planning (robustness checks over plans, bench/run.sh); 0 is the
+# plan a real job of that size makes. Same noise and hardware, three plans: all exact, the
+# default reproduced, and the plans differ (the probe counts are not all the same).
+for ps in default 0 4 9; do
+    "$bin" sim --fabric "$tmp/ft8.conf" --seed 2 --fabric-seed 2 --no-links \
+        $([ $ps = default ] || echo --plan-seed $ps) --out "$tmp/plan-$ps" > "$tmp/log" 2>&1 || cat "$tmp/log"
+done
+[ "$(field probes "$tmp/plan-default/metrics.yaml")" = "$(field probes "$tmp/plan-0/metrics.yaml")" ] &&
+    [ "$(field plan_seed "$tmp/plan-9/metrics.yaml")" = 9 ]
+ok $? "--plan-seed 0 is the default plan, and metrics.yaml records the plan seed"
+[ "$(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "tree_exact:" && $2 == "true"' | wc -l)" = 3 ] &&
+    [ "$(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { print $2 }' | sort -u | wc -l)" -gt 1 ]
+ok $? "fast, plan seeds 0, 4, 9: exact each time, with different plans (probes $(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { printf "%s ", $2 }'))"
 
 # A budget is never overrun: the result is flagged partial instead.
 "$bin" sim --fabric "$tmp/ft8.conf" --method allpairs --budget-ms 5 --out "$tmp/budget" > "$tmp/log" 2>&1

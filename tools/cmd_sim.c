@@ -47,6 +47,8 @@ static void sim_usage(FILE *out)
             "  --seed N             seed of the run's noise (default 1)\n"
             "  --fabric-seed N      seed of the per-node and per-link hardware variation (default 0):\n"
             "                       runs with the same fabric seed see the same hardware\n"
+            "  --plan-seed N        varies the discovery planner's random choices (default 0: they\n"
+            "                       depend on the node count only, as on a real job)\n"
             "  --budget-ms MS       measurement budget in virtual milliseconds (default 0: none)\n"
             "  --inject SPEC        inject a fault (repeatable): degrade:LINK:+30%%, degrade:LINK:+5us,\n"
             "                       loss:LINK:20%%, dead:NODE, slowhost:NODE:+10us; a link is named by\n"
@@ -86,7 +88,7 @@ static double peak_rss_mb(void)
 
 typedef struct sim_options {
     const char *fabric, *out, *profile, *params, *method;
-    uint64_t seed, fabric_seed, queries;
+    uint64_t seed, fabric_seed, queries, plan_seed;
     double budget_ms;
     ts_fault faults[MAX_INJECT];
     int nfaults;
@@ -101,12 +103,13 @@ static int parse_options(int argc, char **argv, sim_options *o)
 {
     enum { O_FABRIC = 256, O_OUT, O_PROFILE, O_PARAMS, O_METHOD, O_SEED, O_FSEED, O_BUDGET,
            O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX, O_LINK_EXTRA, O_NO_LINKS,
-           O_BASELINE, O_POLICY, O_ANOMALY_Z };
+           O_BASELINE, O_POLICY, O_ANOMALY_Z, O_PSEED };
     static const struct option longopts[] = {
         {"fabric", required_argument, 0, O_FABRIC}, {"out", required_argument, 0, O_OUT},
         {"profile", required_argument, 0, O_PROFILE}, {"params", required_argument, 0, O_PARAMS},
         {"method", required_argument, 0, O_METHOD}, {"seed", required_argument, 0, O_SEED},
         {"fabric-seed", required_argument, 0, O_FSEED}, {"budget-ms", required_argument, 0, O_BUDGET},
+        {"plan-seed", required_argument, 0, O_PSEED},
         {"inject", required_argument, 0, O_INJECT}, {"queries", required_argument, 0, O_QUERIES},
         {"eps", required_argument, 0, O_EPS}, {"confidence", required_argument, 0, O_CONF},
         {"min-samples", required_argument, 0, O_MIN}, {"max-samples", required_argument, 0, O_MAX},
@@ -139,13 +142,17 @@ static int parse_options(int argc, char **argv, sim_options *o)
         case O_METHOD: o->method = optarg; break;
         case O_SEED:
         case O_FSEED:
+        case O_PSEED:
         case O_QUERIES:
             if (cli_parse_u64(optarg, &u)) {
                 cli_error("sim", "--%s wants a non-negative whole number, not '%s'",
-                          c == O_SEED ? "seed" : c == O_FSEED ? "fabric-seed" : "queries", optarg);
+                          c == O_SEED ? "seed" : c == O_FSEED ? "fabric-seed" : c == O_PSEED ? "plan-seed"
+                                                                                          : "queries",
+                          optarg);
                 return CLI_USAGE;
             }
-            *(c == O_SEED ? &o->seed : c == O_FSEED ? &o->fabric_seed : &o->queries) = u;
+            *(c == O_SEED ? &o->seed : c == O_FSEED ? &o->fabric_seed : c == O_PSEED ? &o->plan_seed
+                                                                                      : &o->queries) = u;
             break;
         case O_BUDGET:
             if (cli_parse_double(optarg, &x) || !(x >= 0) || !isfinite(x)) {
@@ -239,8 +246,9 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
     double total_s = (ts_sim_now_us(sim) - e->start_us) * 1e-6;
     int exceeded = o->budget_ms > 0 && total_s * 1e3 > o->budget_ms + 1e-9;
     fprintf(m, "# toposcope sim: measured in virtual time; accuracy against the simulated truth\n");
-    fprintf(m, "method: %s\nprofile: %s\nseed: %llu\nfabric_seed: %llu\n", o->method, o->profile,
-            (unsigned long long)o->seed, (unsigned long long)o->fabric_seed);
+    fprintf(m, "method: %s\nprofile: %s\nseed: %llu\nfabric_seed: %llu\nplan_seed: %llu\n", o->method,
+            o->profile, (unsigned long long)o->seed, (unsigned long long)o->fabric_seed,
+            (unsigned long long)o->plan_seed);
     fprintf(m, "nodes: %d\n", truth->nnodes);
     fprintf(m, "probes: %ld\nsamples: %ld\nlost: %ld\nrounds: %ld\ncontrol_steps: %ld\n",
             e->count.probes, e->count.samples, e->count.lost, e->count.rounds, e->count.control_steps);
@@ -555,6 +563,7 @@ int cmd_sim(int argc, char **argv)
         cli_error("sim", "%s", err.text);
         goto out;
     }
+    engine.plan_seed = o.plan_seed;
     names = malloc(sizeof(char *) * (size_t)truth.nnodes);
     if (!names) {
         cli_error("sim", "out of memory");

@@ -117,6 +117,10 @@ typedef struct ts_probe_engine {
     ts_pairdb *db;
     int *busy_mark;                /* scratch for the disjointness check */
     int busy_gen;
+    /* Mixed into the discovery planners' random streams. 0 (ts_probe_engine_init): they depend
+     * on the node count only, so one job size always plans alike; other values vary the plans
+     * for robustness checks (toposcope sim --plan-seed). */
+    uint64_t plan_seed;
 } ts_probe_engine;
 
 int ts_probe_engine_init(ts_probe_engine *e, ts_transport *tp, const ts_stop_rule *rule,
