@@ -1500,7 +1500,7 @@ static void leader_free(leader *L)
 
 /* The leader node's status.yaml: what every agent got, this node's own section, and what
  * only the leader knows at the end (distribution time, its wire counters); and pairs.yaml. */
-static int leader_write_status(leader *L, worker *w, const char *pairs, ts_error *err)
+static int leader_write_own(leader *L, worker *w, const char *pairs, ts_error *err)
 {
     char *s = NULL;
     size_t len;
@@ -1641,7 +1641,7 @@ static int run_leader(agent_config *c, double t0)
     pthread_join(tid, &wrc);
     if (wrc != NULL)
         ok = 0;
-    if (ok && lead && w.status_text && leader_write_status(&L, &w, R.pairs, &err) != TS_OK) {
+    if (ok && lead && w.status_text && leader_write_own(&L, &w, R.pairs, &err) != TS_OK) {
         agent_err(c, "%s", err.text);
         ok = 0;
     }
