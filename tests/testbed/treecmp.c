@@ -20,6 +20,7 @@
 #include "toposcope/links.h"
 #include "toposcope/metrics.h"
 #include "toposcope/model.h"
+#include "toposcope/probe.h"
 #include "toposcope/treeyaml.h"
 
 static int fail(const char *what, const ts_error *err)
@@ -83,12 +84,6 @@ static double path_us(const ts_fabric *f, int a, int b)
     return d;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* H from pairs.yaml: the median of rtt_us - 2 * path delay over its pairs; NAN without any.
  * *npairs: how many pairs it rests on. */
 static double host_from_pairs(const ts_fabric *full, const char *path, int *npairs)
@@ -120,11 +115,7 @@ static double host_from_pairs(const ts_fabric *full, const char *path, int *npai
         h[(*npairs)++] = rtt - 2 * p;
     }
     fclose(f);
-    double m = NAN;
-    if (h && *npairs > 0) {
-        qsort(h, (size_t)*npairs, sizeof *h, cmp_double);
-        m = *npairs % 2 ? h[*npairs / 2] : (h[*npairs / 2 - 1] + h[*npairs / 2]) / 2;
-    }
+    double m = h && *npairs > 0 ? ts_median(h, *npairs) : NAN;
     free(h);
     return m;
 }
