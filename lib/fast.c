@@ -21,9 +21,15 @@
  * none does, the region is a star (every node its own child).
  *
  * Costs: adaptive planning needs a gather/scatter step (charged 2 ceil(log2 N) round trips), so
- * one step plans a batch of rounds, the later ones assuming the earlier tests come out separate
- * (most do). Pairs measured at one depth inside a child region are kept as evidence there. Below
- * the top, regions of at most REST_MAX_NODES nodes do not pad (a few pairs a round load their
+ * one step plans a batch of rounds, the later ones assuming the earlier tests come out separate.
+ * That holds while most tests separate; once fragments are big, tests join often and a stale
+ * plan wastes them, so batches shrink to BATCH_LATE rounds (see batch_rounds). Pairs measured at
+ * one depth inside a child region are kept as evidence there. Below the top, members without a
+ * test pad first with unmeasured pairs inside their own fragment: the next depth needs every
+ * pair inside a child anyway (a star is proven by all its pairs), so these cost nothing there.
+ * They are deferred: they take no part in this region's cut (thousands of near pairs would
+ * stretch the near class's tail into the gap) and count from the next depth on. Regions of at
+ * most REST_MAX_NODES nodes below the top do not pad otherwise (a few pairs a round load their
  * links too little to matter; mostly they are leaves proving a star). Decisions use each pair's
  * minimum of a few samples (jitter and outliers only add): two in the top region, where loaded far
  * pairs sit ~4x above near ones and a round costs its far pairs' samples, three below. All samples
@@ -31,11 +37,14 @@
  * deciding anything on its own: a cut may keep a few violations (CUT_OUTLIERS); a pair alone
  * inside a gap is a straggler, neither near nor far (STRAGGLERS); one far pair separates two
  * fragments only inside the region's far band, outside it OUTSIDE_BAND_TRUSTED are needed; and a
- * separation resting on one pair gets a second opinion from the padding pairs. A far class of a
- * single pair is never trusted, nor one made only of evidence carried from above (fewer samples,
- * another load), nor a cut that joins all of a region's nodes. A region ends when no fragment pair
- * is left untested; when random partners find none, every pair of its fragments is checked before
- * it does.
+ * separation resting on one pair gets a second opinion, from the padding pairs or, when nothing
+ * else is left to test, from a test of its own (recheck_weak). A far class of a single pair is
+ * never trusted, nor one made only of evidence carried from above (fewer samples, another load),
+ * nor a cut that joins all of a region's nodes. Carried evidence takes no part in choosing the
+ * cut either: its near pairs, taken with fewer samples, reach further into the gap than the
+ * region's own; it joins nodes where it lies within the region's own near class. A region ends
+ * when no fragment pair is left untested; when random partners find none, every pair of its
+ * fragments is checked before it does.
  *
  * Light rounds: near the end of the top region only a few fragment pairs are left to test,
  * and padding every member would make each of those rounds as costly as a full one. A round
@@ -43,7 +52,11 @@
  * members), an eighth of them near references (two members of one fragment). Light rounds
  * load the fabric alike among themselves but not like heavy ones, so their pairs have a cut
  * of their own, which must keep the nodes heavy rounds joined together, and decide nothing
- * until they have one. Regions under LIGHT_MIN_PAIRS light pairs use heavy rounds only.
+ * until they have one. A light near class cannot reach above the heavy one either: light rounds
+ * load every link less. Tests may fill up to LIGHT_TESTS_SHARE of a light round; many of them
+ * join late in a region, which makes such a round load the core less than the others, and the
+ * cap keeps its far pairs from being taken for near ones. Regions under LIGHT_MIN_PAIRS light
+ * pairs use heavy rounds only.
  *
  * Limits (see the bench): the near/far cut is a threshold, so it needs every child of a region
  * to sit at about the same depth below it, as in fat trees and other level-structured fabrics.
@@ -70,7 +83,12 @@
 #define CUT_OUTLIERS 0.002  /* pairs above a cut that may join nodes it already connects */
 #define STRAGGLERS 2        /* pairs that may sit inside a gap, neither near nor far, ... */
 #define STRAGGLER_FAR_MIN 16 /* ... when at least this many far pairs show where the far class is */
-#define STRAGGLER_GAIN 2.0  /* ... and the gap is this many times the best one without them */
+#define STRAGGLER_GAIN 2.0  /* ... and the gap is this many times the best one without them, */
+#define STRAGGLER_GAIN_ALONE 1.25 /* ... or, when no cut without stragglers exists, this many
+                                   * times GAP_MIN: a far class whose lowest pairs ran under
+                                   * little load sits only ~25% above the near one, and with
+                                   * hundreds of near pairs the few in the jitter's tail leave
+                                   * less than 1.5 GAP_MIN of that (seen in 256-node pods) */
 #define FAR_QUANTILE 0.01   /* the far band is cut from this quantile of the far class ... */
 #define FAR_CEIL 1.15       /* ... up to this factor above its top quantile */
 #define OUTSIDE_BAND_TRUSTED 3 /* far pairs outside the band that separate two fragments */
@@ -82,8 +100,14 @@
 #define SWEEP_FRAGS 512     /* below this many fragments, every untested pair is offered a test */
 #define MAX_BATCH 8         /* rounds planned per gather/scatter step, at most */
 #define BATCH_TOP 4         /* ... in the top region, where a test joins fragments 1 time in ~d */
-#define BATCH_DEEP 8        /* ... below it, where regions are small and mostly tournaments */
+#define BATCH_DEEP 8        /* ... below it in leaves and regions without a cut: tournaments */
+#define BATCH_LATE 2        /* ... where tests join often (batch_rounds), */
+#define LATE_MIN_NODES 32   /* ... below the top in regions of this many nodes or more: in a
+                             * smaller one a stale plan wastes a few tests at most, and every
+                             * extra step holds up all the regions of its depth */
 #define LIGHT_SHARE 4      /* a light round has one pair per this many members (plan_round) */
+#define LIGHT_TESTS_SHARE 0.7 /* ... and tests fill at most this share of it: the rest, near
+                               * references and random pairs, keep its load like the others' */
 #define LIGHT_MIN_PAIRS 128 /* ... and at least this many, or there are none */
 #define LIGHT_TRIAL 4       /* light rounds a region tries before it needs their own cut */
 #define SAMPLES_TOP 2       /* samples per pair in the top region, where far pairs are loaded most */
@@ -96,6 +120,7 @@
                                    * such tests join so often that near pairs fill its rounds
                                    * and far pairs lose the load that sets them apart (at 128
                                    * nodes its cut moved in 6 of 100 seeds) */
+#define RECHECK_MAX 3       /* batches of second opinions at the end of a region (recheck_weak) */
 #define REST_MAX_NODES 8    /* below the top, members of a region this small without a test
                              * rest instead of padding (plan_round) */
 
@@ -104,6 +129,7 @@ typedef struct meas {
     double d;
     int light;              /* measured in a light round (see plan_round) */
     int carried;            /* measured at a shallower depth, kept as evidence here */
+    int deferred;           /* padding inside a fragment: evidence from the next depth on */
 } meas;
 
 typedef struct region {
@@ -113,8 +139,10 @@ typedef struct region {
     int ambiguous;          /* big, and no cut after AMBIGUOUS_ROUNDS: kept as one switch */
     double cut;             /* RTT between near and far pairs; NAN = star */
     double typical;         /* median RTT of the region's pairs (the star's level) */
+    double near_top;        /* the largest RTT of the cut's near class (own pairs) */
     double far_lo[2], far_hi[2]; /* per round class: one far pair outside proves nothing */
     int light_cut;          /* the light rounds' pairs have a cut of their own */
+    int rechecks;           /* rounds of second opinions at its end so far (recheck_weak) */
     int light_rounds;
 } region;
 
@@ -146,6 +174,7 @@ typedef struct fast {
     double min_gap;         /* smallest relative gap accepted anywhere, for the report */
     double noise_floor_us;  /* the largest noise floor of a lowest class measured so far */
     ts_stop_rule rule_top;  /* the stopping rule of the top region's rounds */
+    pairset deferred;       /* node pairs planned as padding inside a fragment, this depth */
 } fast;
 
 static int pairset_init(pairset *s, size_t want)
@@ -267,15 +296,10 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, co
     if (!light)
         r->typical = F->M[mi[m / 2]].d;
     /* merges[k]: edges below k that joined two groups; a cut that leaves one group splits
-     * nothing (its far class would be outliers only). own[k]: pairs from k on measured in
-     * this region's own rounds; evidence carried from above (fewer samples, another load)
-     * may join nodes but never splits a region on its own. */
-    long *merges = calloc((size_t)(2 * m + 2), sizeof(long));
+     * nothing (its far class would be outliers only) */
+    long *merges = calloc((size_t)m + 1, sizeof(long));
     if (!merges)
         return TS_ENOMEM;
-    long *own = merges + m + 1;
-    for (long j = m - 1; j >= 0; j--)
-        own[j] = own[j + 1] + !F->M[mi[j]].carried;
     for (long j = 0; j < m; j++) {
         int a = kfind(F, F->M[mi[j]].a), b = kfind(F, F->M[mi[j]].b);
         merges[j + 1] = merges[j] + (a != b);
@@ -358,14 +382,19 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, co
     double best_gap = GAP_MIN;
     for (long t = 0; t <= STRAGGLERS; t++) {
         /* a straggler is taken out of the classes only when that opens a much wider gap */
-        double need = t == 0 ? GAP_MIN : STRAGGLER_GAIN * best_gap;
+        double need = t == 0 ? GAP_MIN
+                      : best == 0 ? STRAGGLER_GAIN_ALONE * GAP_MIN : STRAGGLER_GAIN * best_gap;
         for (long k = 1; k + t < m - 1; k++) {
             double lo = F->M[mi[k - 1]].d, hi = F->M[mi[k + t]].d;
             if (!(lo > 0) || hi - lo < floor_us)
                 continue;
+            /* light rounds load every link less than heavy ones: their near pairs cannot lie
+             * above the heavy near class */
+            if (light && isfinite(r->cut) && lo > r->near_top)
+                continue;
             double gap = hi / lo - 1.0;
             if (gap <= best_gap || gap <= need || (t > 0 && m - k - t < STRAGGLER_FAR_MIN) ||
-                nmem - merges[k] < 2 || own[k + t] == 0)
+                nmem - merges[k] < 2)
                 continue;
             long bad = violations[k];
             for (long j = k; j < k + t; j++)
@@ -392,6 +421,7 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, co
         r->far_lo[light] = fmax(F->M[mi[farstart + q]].d * (1.0 - GAP_MIN), F->M[mi[farstart]].d);
         if (!light) {
             r->cut = 0.5 * (F->M[mi[best - 1]].d + F->M[mi[farstart]].d);
+            r->near_top = F->M[mi[best - 1]].d;
             if (best_gap < F->min_gap)
                 F->min_gap = best_gap;
         }
@@ -404,8 +434,10 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, co
 
 /* Choose the region's cut (see the header) and leave its fragments in F->uf. Heavy and light
  * rounds load the fabric differently, so each class has its own cut, and the near pairs of
- * both join. A light class without a cut of its own decides nothing. mi lists the region's
- * measurements, the nheavy heavy ones first, each class sorted by RTT (meas_before). */
+ * both join. A light class without a cut of its own decides nothing. The heavy cut is chosen
+ * on the region's own pairs; carried ones join where they lie within its near class. mi lists
+ * the region's measurements, the nheavy heavy ones first, each class sorted by RTT
+ * (meas_before). */
 static int choose_cut(fast *F, region *r, const int *mem, int nmem, const long *mi, long nheavy,
                       long m)
 {
@@ -414,8 +446,22 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, const long *
     r->cut = NAN;
     r->typical = NAN;
     r->light_cut = 0;
-    long at = 0;
-    int rc = cut_class(F, r, 0, mem, nmem, mi, nheavy, &at);
+    long at = 0, nown = 0;
+    long *own = calloc((size_t)nheavy + 1, sizeof(long));
+    if (!own)
+        return TS_ENOMEM;
+    for (long j = 0; j < nheavy; j++)
+        if (!F->M[mi[j]].carried)
+            own[nown++] = mi[j];
+    int rc = cut_class(F, r, 0, mem, nmem, own, nown, &at);
+    free(own);
+    if (nheavy > 0)
+        r->typical = F->M[mi[nheavy / 2]].d;
+    /* evidence carried from above joins nodes within the region's own near class */
+    if (rc == TS_OK && isfinite(r->cut))
+        for (long j = 0; j < nheavy && F->M[mi[j]].d <= r->near_top; j++)
+            if (F->M[mi[j]].carried)
+                ts_uf_union(F->uf, F->M[mi[j]].a, F->M[mi[j]].b);
     if (rc == TS_OK)
         rc = cut_class(F, r, 1, mem, nmem, mi + nheavy, m - nheavy, &at);
     r->light_cut = at > 0;
@@ -431,8 +477,12 @@ typedef struct frags {
     int nfrag;
     pairset sep;
     pairset weak;           /* separate on the word of one far pair: worth a second opinion */
-    int rest;               /* no padding: members without a test rest (REST_MAX_NODES) */
+    int rest;               /* no random padding: members without a test rest (REST_MAX_NODES) */
+    int inside;             /* padding: unmeasured pairs inside fragments first (plan_round) */
+    int has_cut;            /* the region's pairs have a cut: separations mean something */
+    int recheck;            /* when nothing is left to test, second opinions are (recheck_weak) */
     int biggest;            /* partners: the biggest fragment, not the smallest (plan_round) */
+    pairset measured;       /* node pairs with a measurement in the region */
 } frags;
 
 static void frags_free(frags *g)
@@ -440,6 +490,7 @@ static void frags_free(frags *g)
     free(g->fid);
     free(g->sep.key);
     free(g->weak.key);
+    free(g->measured.key);
     memset(g, 0, sizeof *g);
 }
 
@@ -454,8 +505,12 @@ static int frags_build(fast *F, frags *g, const region *r, const int *mem, int n
     g->mem = mem;
     g->nmem = nmem;
     g->fid = malloc(sizeof(int) * (size_t)(nmem + 1));
-    if (!g->fid || pairset_init(&g->sep, (size_t)m + (size_t)nmem) || pairset_init(&g->weak, 16))
+    if (!g->fid || pairset_init(&g->sep, (size_t)m + (size_t)nmem) || pairset_init(&g->weak, 16) ||
+        pairset_init(&g->measured, (size_t)m + 1))
         return -1;
+    for (long q = 0; q < m; q++)
+        if (pairset_add(&g->measured, F->M[mi[q]].a, F->M[mi[q]].b))
+            return -1;
     int *byroot = scratch;     /* node -> fragment id of its root, -1 unset */
     for (int i = 0; i < nmem; i++)
         byroot[mem[i]] = -1;
@@ -504,6 +559,41 @@ static int frags_build(fast *F, frags *g, const region *r, const int *mem, int n
     return rc;
 }
 
+/* The free members (positions in freel[0, nfree)) grouped by fragment: those of fragment f
+ * are list[start[f] .. start[f + 1]). The caller frees both arrays. */
+static int free_by_fragment(const frags *g, const int *freel, int nfree, int **startp, int **listp)
+{
+    int *start = calloc((size_t)g->nfrag + 1, sizeof(int));
+    int *list = malloc(sizeof(int) * (size_t)(nfree + 1));
+    int *cur = malloc(sizeof(int) * (size_t)(g->nfrag + 1));
+    if (!start || !list || !cur) {
+        free(start);
+        free(list);
+        free(cur);
+        return -1;
+    }
+    for (int i = 0; i < nfree; i++)
+        start[g->fid[freel[i]] + 1]++;
+    for (int f = 0; f < g->nfrag; f++)
+        start[f + 1] += start[f];
+    memcpy(cur, start, sizeof(int) * (size_t)g->nfrag);
+    for (int i = 0; i < nfree; i++)
+        list[cur[g->fid[freel[i]]]++] = freel[i];
+    free(cur);
+    *startp = start;
+    *listp = list;
+    return 0;
+}
+
+/* Member position c is no longer free: it leaves freel (where[] maps positions to slots). */
+static void take_free(int *freel, int *where, int *nfree, int c)
+{
+    int s = where[c], last = freel[--*nfree];
+    freel[s] = last;
+    where[last] = s;
+    where[c] = -1;
+}
+
 /* Plans one round of a region: members of fragments not yet known to be separate meet.
  * Members of big fragments choose first, and each takes the smallest fragment it may test
  * among the free members it looks at: a small fragment learns most from a big one (a far
@@ -519,25 +609,18 @@ static int frags_build(fast *F, frags *g, const region *r, const int *mem, int n
 static int sweep_untested(fast *F, frags *g, int *freel, int *where, int *nfree, ts_pair *out,
                           int *np)
 {
-    int nfrag = g->nfrag;
-    int *start = calloc((size_t)nfrag + 1, sizeof(int));
-    int *list = malloc(sizeof(int) * (size_t)(*nfree + 1));
+    int nfrag = g->nfrag, *start, *list;
+    if (free_by_fragment(g, freel, *nfree, &start, &list))
+        return -1;
     int *cur = malloc(sizeof(int) * (size_t)(nfrag + 1));
     int *fo = malloc(sizeof(int) * (size_t)(nfrag + 1));
-    if (!start || !list || !cur || !fo) {
+    if (!cur || !fo) {
         free(start);
         free(list);
         free(cur);
         free(fo);
         return -1;
     }
-    for (int i = 0; i < *nfree; i++)
-        start[g->fid[freel[i]] + 1]++;
-    for (int f = 0; f < nfrag; f++)
-        start[f + 1] += start[f];
-    memcpy(cur, start, sizeof(int) * (size_t)nfrag);
-    for (int i = 0; i < *nfree; i++)
-        list[cur[g->fid[freel[i]]]++] = freel[i];
     memcpy(cur, start, sizeof(int) * (size_t)nfrag);
     for (int f = 0; f < nfrag; f++)
         fo[f] = f;
@@ -555,12 +638,8 @@ static int sweep_untested(fast *F, frags *g, int *freel, int *where, int *nfree,
             out[*np].a = g->mem[x];
             out[*np].b = g->mem[u];
             (*np)++;
-            for (int z = 0; z < 2; z++) {
-                int c = z ? u : x, s = where[c], last = freel[--*nfree];
-                freel[s] = last;
-                where[last] = s;
-                where[c] = -1;
-            }
+            take_free(freel, where, nfree, x);
+            take_free(freel, where, nfree, u);
         }
     }
     free(start);
@@ -568,6 +647,42 @@ static int sweep_untested(fast *F, frags *g, int *freel, int *where, int *nfree,
     free(cur);
     free(fo);
     return rc;
+}
+
+/* Plans a second test for every fragment pair separate on the word of one far pair (g->weak), as
+ * far as free members last. A region with nothing else left to test would end on that one
+ * pair, whose samples may all have fallen in the jitter's tail: its members were busy with
+ * tests until then, so padding gave it no second opinion. */
+static int recheck_weak(frags *g, int *freel, int *where, int *nfree, ts_pair *out, int *np)
+{
+    int *start, *list;
+    if (free_by_fragment(g, freel, *nfree, &start, &list))
+        return -1;
+    int *cur = malloc(sizeof(int) * (size_t)(g->nfrag + 1));
+    if (!cur) {
+        free(start);
+        free(list);
+        return -1;
+    }
+    memcpy(cur, start, sizeof(int) * (size_t)g->nfrag);
+    for (size_t k = 0; k < g->weak.cap; k++) {
+        if (!g->weak.key[k])
+            continue;
+        uint64_t key = g->weak.key[k] - 1;
+        int fa = (int)(key & 0xffffffffu), fb = (int)(key >> 32);
+        if (cur[fa] >= start[fa + 1] || cur[fb] >= start[fb + 1])
+            continue;
+        int x = list[cur[fa]++], u = list[cur[fb]++];
+        out[*np].a = g->mem[x];
+        out[*np].b = g->mem[u];
+        (*np)++;
+        take_free(freel, where, nfree, x);
+        take_free(freel, where, nfree, u);
+    }
+    free(start);
+    free(list);
+    free(cur);
+    return 0;
 }
 
 /* Pads a light round up to `want` pairs: an eighth are near references (two members of one
@@ -610,8 +725,72 @@ static int pad_light(fast *F, frags *g, const int *size, int *freel, int nfree, 
     return added;
 }
 
-/* light_pairs > 0: when the round has at most half that many tests, it is a light round of
- * exactly light_pairs pairs (*light = 1) instead of a heavy one with every member busy. */
+/* Pads a round below the top (g->inside): second opinions first, as in plan_round, then
+ * unmeasured pairs inside one fragment, which the next depth needs anyway and which wait for it
+ * (F->deferred), then, unless the region rests, random pairs. Returns the number of pairs added
+ * after out[np], -1 when out of memory. */
+static int pad_inside(fast *F, frags *g, const int *freel, int nfree, ts_pair *out, int np)
+{
+    int *start, *list;
+    unsigned char *taken = calloc((size_t)g->nmem + 1, 1);     /* by member position */
+    if (!taken || free_by_fragment(g, freel, nfree, &start, &list)) {
+        free(taken);
+        return -1;
+    }
+    int added = 0, rc = 0;
+    /* a separation means something only where the region has a cut (in a star every pair is
+     * "far" and rests on itself) */
+    for (int i = 0; i < nfree && g->weak.used > 0 && g->has_cut; i++) {
+        int x = freel[i], a = g->fid[x], u = -1;
+        if (taken[x])
+            continue;
+        for (int t = 0; t < PICK_TRIES && u < 0; t++) {
+            int c = freel[ts_rng_below(&F->rng, (uint64_t)nfree)];
+            if (!taken[c] && g->fid[c] != a && pairset_has(&g->weak, a, g->fid[c]))
+                u = c;
+        }
+        if (u < 0)
+            continue;
+        taken[x] = taken[u] = 1;
+        out[np + added].a = g->mem[x];
+        out[np + added].b = g->mem[u];
+        added++;
+    }
+    for (int f = 0; f < g->nfrag && rc == 0; f++)
+        for (int p = start[f]; p < start[f + 1] && rc == 0; p++) {
+            int x = list[p];
+            for (int q = p + 1; q < start[f + 1] && !taken[x]; q++) {
+                int y = list[q], nx = g->mem[x], ny = g->mem[y];
+                if (taken[y] || pairset_has(&g->measured, nx, ny) || pairset_has(&F->deferred, nx, ny))
+                    continue;
+                rc = pairset_add(&F->deferred, nx, ny);
+                taken[x] = taken[y] = 1;
+                out[np + added].a = nx;
+                out[np + added].b = ny;
+                added++;
+            }
+        }
+    for (int i = 0, prev = -1; i < nfree && !g->rest; i++) {
+        if (taken[freel[i]])
+            continue;
+        if (prev < 0) {
+            prev = freel[i];
+            continue;
+        }
+        out[np + added].a = g->mem[prev];
+        out[np + added].b = g->mem[freel[i]];
+        added++;
+        prev = -1;
+    }
+    free(taken);
+    free(start);
+    free(list);
+    return rc < 0 ? -1 : added;
+}
+
+/* light_pairs > 0: when the round has at most LIGHT_TESTS_SHARE of that many tests, it is a
+ * light round of exactly light_pairs pairs (*light = 1) instead of a heavy one with every
+ * member busy. */
 static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pairs, int *light)
 {
     *light = 0;
@@ -681,12 +860,8 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
         out[np].a = g->mem[x];
         out[np].b = g->mem[u];
         np++;
-        for (int z = 0; z < 2; z++) {
-            int c = z ? u : x, s = where[c], last = freel[--nfree];
-            freel[s] = last;
-            where[last] = s;
-            where[c] = -1;
-        }
+        take_free(freel, where, &nfree, x);
+        take_free(freel, where, &nfree, u);
     }
     /* Random partners can miss the last untested fragment pairs of a big region (a singleton
      * among thousands of free members), and a round without tests ends the region: before
@@ -694,6 +869,11 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
     int rc = 0;
     if (np == 0 && g->nfrag <= SWEEP_FRAGS)
         rc = sweep_untested(F, g, freel, where, &nfree, out, &np);
+    if (rc == 0 && np == 0 && g->weak.used > 0 && g->has_cut && g->recheck) {
+        rc = recheck_weak(g, freel, where, &nfree, out, &np);
+        g->recheck = 0;     /* once a batch, RECHECK_MAX a region: where cuts keep moving (an
+                             * irregular fabric) rechecks would go on, a step each */
+    }
     {
         if (rc) {
             free(order);
@@ -703,7 +883,7 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
         }
     }
     *tests = np;
-    if (np > 0 && light_pairs > 0 && 2 * np <= light_pairs) {
+    if (np > 0 && light_pairs > 0 && np <= LIGHT_TESTS_SHARE * light_pairs) {
         int added = pad_light(F, g, size, freel, nfree, out, np, light_pairs);
         if (added < 0) {
             np = -1;
@@ -711,6 +891,9 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
             np += added;
             *light = 1;
         }
+    } else if (np > 0 && g->inside) {
+        int added = pad_inside(F, g, freel, nfree, out, np);
+        np = added < 0 ? -1 : np + added;
     } else if (np > 0 && !g->rest) {
         /* Everyone else pairs up at random: an evenly loaded region, and near pairs inside
          * fragments double as a consistency check of the cut. A free member first looks for
@@ -740,6 +923,22 @@ static int plan_round(fast *F, frags *g, ts_pair *out, int *tests, int light_pai
     free(size);
     free(freel);
     return np;
+}
+
+/* Rounds planned in one step. The later rounds of a batch assume the earlier tests separate,
+ * so the tests of fragments that joined meanwhile are wasted: few while most fragments are
+ * single nodes, many once they are big. The top region plans BATCH_TOP rounds, and BATCH_LATE
+ * once its fragments number at most half its members when it has BIG_PARTNER_MIN_NODES or more
+ * (a smaller one ends within a few batches anyway). Below the top, regions of LATE_MIN_NODES
+ * or more plan BATCH_LATE rounds, unless their first batch found no cut: then they are
+ * tournaments of their nodes, with nothing to adapt to, like small regions (BATCH_DEEP). */
+static int batch_rounds(const region *R, const frags *g, int top)
+{
+    if (top)
+        return g->nmem >= BIG_PARTNER_MIN_NODES && 2 * g->nfrag <= g->nmem ? BATCH_LATE : BATCH_TOP;
+    if (g->nmem < LATE_MIN_NODES || (R->rounds > 0 && !isfinite(R->cut)))
+        return BATCH_DEEP;
+    return BATCH_LATE;
 }
 
 static int new_region(fast *F, int vert)
@@ -814,7 +1013,7 @@ static int group_top_children(fast *F, int ri, const int *items, const int *item
 #define PAIR_ID(x, y) ((x) < (y) ? (y) * ((y) - 1) / 2 + (x) : (x) * ((x) - 1) / 2 + (y))
     for (long m = 0; m < F->nm; m++) {
         const meas *M = &F->M[m];
-        if (M->light || M->carried || F->dead[M->a] || F->dead[M->b])
+        if (M->light || M->carried || M->deferred || F->dead[M->a] || F->dead[M->b])
             continue;
         int x = idx[ts_uf_find(F->uf, M->a)], y = idx[ts_uf_find(F->uf, M->b)];
         if (x >= 0 && y >= 0 && x != y) {
@@ -840,7 +1039,7 @@ static int group_top_children(fast *F, int ri, const int *items, const int *item
     memcpy(fill, pc, sizeof(long) * (size_t)npair);
     for (long m = 0; m < F->nm; m++) {
         const meas *M = &F->M[m];
-        if (M->light || M->carried || F->dead[M->a] || F->dead[M->b])
+        if (M->light || M->carried || M->deferred || F->dead[M->a] || F->dead[M->b])
             continue;
         int x = idx[ts_uf_find(F->uf, M->a)], y = idx[ts_uf_find(F->uf, M->b)];
         if (x >= 0 && y >= 0 && x != y)
@@ -1019,6 +1218,7 @@ static int store_round(fast *F, const ts_pair_stats *st, int np, int light)
         F->M[F->nm].b = st[i].b;
         F->M[F->nm].light = light;
         F->M[F->nm].carried = 0;
+        F->M[F->nm].deferred = pairset_has(&F->deferred, st[i].a, st[i].b);
         F->M[F->nm++].d = st[i].min_us;
     }
     return TS_OK;
@@ -1056,10 +1256,11 @@ static int sorted_reset(sorted_meas *S, int nr)
 }
 
 /* A measurement counts while both its nodes are alive (a node can die after some of its
- * pairs were stored: fast_run leaves those out from then on). */
+ * pairs were stored: fast_run leaves those out from then on), and from the next depth on when
+ * it was deferred padding (pad_inside). */
 static int meas_live(const fast *F, long k)
 {
-    return !F->dead[F->M[k].a] && !F->dead[F->M[k].b];
+    return !F->dead[F->M[k].a] && !F->dead[F->M[k].b] && !F->M[k].deferred;
 }
 
 /* Merges the sorted lists a and b into out, dropping pairs of dead nodes; returns the count. */
@@ -1215,8 +1416,11 @@ static int fast_run(fast *F)
                  * leaf proving it is a star, one pair of its nodes after the other: members
                  * without a test do not pad there. */
                 g.rest = first > 0 && nmem <= REST_MAX_NODES;
+                g.inside = first > 0;
+                g.has_cut = isfinite(R->cut);
+                g.recheck = R->rechecks < RECHECK_MAX;
                 g.biggest = first == 0 && nmem >= BIG_PARTNER_MIN_NODES;
-                int batch = first == 0 ? BATCH_TOP : BATCH_DEEP;
+                int batch = batch_rounds(R, &g, first == 0);
                 /* light rounds only in the top region, the one region of its depth: below,
                  * several regions share a round, and their rounds are cheap anyway */
                 int light_pairs = first == 0 ? nmem / LIGHT_SHARE : 0;
@@ -1245,6 +1449,7 @@ static int fast_run(fast *F)
                     lightb[b] = light;
                     R->light_rounds += light;
                 }
+                R->rechecks += R->rechecks < RECHECK_MAX && !g.recheck;
                 frags_free(&g);
             }
             if (rc != TS_OK || !active)
@@ -1295,10 +1500,13 @@ static int fast_run(fast *F)
             if (ra >= last && ra == rb && !F->dead[F->M[k].a] && !F->dead[F->M[k].b]) {
                 F->M[kept] = F->M[k];
                 F->M[kept].carried = 1;
+                F->M[kept].deferred = 0;
                 F->M[kept++].light = 0;     /* below, every round is a heavy one */
             }
         }
         F->nm = kept;
+        F->deferred.used = 0;
+        memset(F->deferred.key, 0, sizeof *F->deferred.key * F->deferred.cap);
         first = last;
     }
 out:
@@ -1365,7 +1573,8 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.ktime = malloc(sizeof(long) * (size_t)n);
     F.dead = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    int rc = F.reg && F.uf && F.kpar && F.krank && F.ktime && F.dead && F.count ? TS_OK : TS_ENOMEM;
+    int rc = F.reg && F.uf && F.kpar && F.krank && F.ktime && F.dead && F.count &&
+                     pairset_init(&F.deferred, 1024) == 0 ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
         rc = fast_run(&F);
     if (rc == TS_ELIMIT) {
@@ -1428,6 +1637,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.ktime);
     free(F.dead);
     free(F.count);
+    free(F.deferred.key);
     free(F.R);
     free(F.M);
     free(F.ambiguous);

@@ -36,6 +36,9 @@ static int tree_nodes(const ts_utree *t)
 
 typedef int (*discover_fn)(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err);
 
+/* The engine's plan_seed for the runs that follow (0: the plan a job of that size makes). */
+static uint64_t simrun_plan_seed;
+
 /* Nodes hanging from the switch that node `node` hangs from in t. */
 static int siblings_of(const ts_utree *t, int node)
 {
@@ -67,6 +70,8 @@ static run simulate_method_params(discover_fn discover, const char *what, ts_fab
         r.rc = ts_sim_create(&sim, truth, &m, seed * 7 + 1, &err);
     if (r.rc == TS_OK)
         r.rc = ts_probe_engine_init(&e, ts_sim_transport(sim), NULL, budget_us, &err);
+    if (r.rc == TS_OK)
+        e.plan_seed = simrun_plan_seed;
     if (r.rc != TS_OK) {
         diag("setup: %s", err.text);
         return r;

@@ -1,6 +1,6 @@
 /* The fast method: exact trees on shuffled fat trees (128 and 1024 nodes, both profiles, with
  * the simulator's jitter, outliers and interference), every node placed, and a flagged partial
- * tree within a 5 ms budget. Small irregular trees are reported with diag: the threshold cut
+ * tree within a 5 ms budget, also over varied plans. Small irregular trees are reported with diag: the threshold cut
  * does not hold when branches differ in depth (see lib/fast.c).
  * TS_FAST_SWEEP=N additionally prints one line per seed for N seeds of the 1024-node tree. */
 #include <stdio.h>
@@ -237,6 +237,42 @@ static void test_small_three_levels(void)
     }
 }
 
+/* Plans varied (the engine's plan_seed): partners, padding and batch sizes must hold for any
+ * plan, not only for the one a job of each size makes. The 1024-node tree over several plans,
+ * and a 2048-node tree of 8 pods x 16 leaves x 16 nodes, whose pods are big enough that the
+ * in-fragment padding below the top (pad_inside) leaves thousands of near pairs and lightly
+ * loaded far pairs there: exact every time, and without falling back to the additive method
+ * (which would take thousands of rounds). */
+static void test_varied_plans(void)
+{
+    static const int shape[] = {8, 16, 16};
+    for (int big = 0; big < 2; big++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        ts_fabric_init(&f);
+        if ((big ? ts_gen_regular(&f, shape, 3, 7, &err) : ts_gen_fat_tree(&f, 16, 7, &err)) != TS_OK) {
+            ok(0, "setup: %s", err.text);
+            ts_fabric_free(&f);
+            continue;
+        }
+        int plans = big ? 3 : 6, good = 0;
+        for (int k = 1; k <= plans; k++) {
+            simrun_plan_seed = (uint64_t)(40 + k);
+            run r = simulate(&f, "ethernet", 0, (uint64_t)(40 + k), 0);
+            if (r.rc == TS_OK && r.acc.tree_exact && r.count.rounds <= 200)
+                good++;
+            else
+                diag("%d nodes, plan %d: exact %d, %ld rounds, missing %d extra %d", f.nnodes,
+                     40 + k, r.acc.tree_exact, r.count.rounds, r.acc.splits_missing,
+                     r.acc.splits_extra);
+        }
+        simrun_plan_seed = 0;
+        ok(good == plans, "ethernet, %d nodes: %d/%d varied plans exact within 200 rounds",
+           f.nnodes, good, plans);
+        ts_fabric_free(&f);
+    }
+}
+
 static void sweep(int seeds, int p, const char *profile)
 {
     for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
@@ -268,6 +304,7 @@ int main(void)
     test_fat_tree_1024("ethernet", 100);
     test_fat_tree_1024("infiniband", 10);
     test_light_rounds();
+    test_varied_plans();
     test_small_three_levels();
     test_irregular();
     test_small_budget();
