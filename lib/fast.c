@@ -594,6 +594,23 @@ static void take_free(int *freel, int *where, int *nfree, int c)
     where[c] = -1;
 }
 
+/* Pairs the next free members of fragments fa and fb (start, list and cur from
+ * free_by_fragment, cur advancing): the pair goes to out[*np] and both leave freel. Returns 0,
+ * or -1 when either fragment has no free member left. */
+static int pair_next_free(const frags *g, const int *start, const int *list, int *cur, int fa,
+                          int fb, int *freel, int *where, int *nfree, ts_pair *out, int *np)
+{
+    if (cur[fa] >= start[fa + 1] || cur[fb] >= start[fb + 1])
+        return -1;
+    int x = list[cur[fa]++], u = list[cur[fb]++];
+    out[*np].a = g->mem[x];
+    out[*np].b = g->mem[u];
+    (*np)++;
+    take_free(freel, where, nfree, x);
+    take_free(freel, where, nfree, u);
+    return 0;
+}
+
 /* Plans one round of a region: members of fragments not yet known to be separate meet.
  * Members of big fragments choose first, and each takes the smallest fragment it may test
  * among the free members it looks at: a small fragment learns most from a big one (a far
@@ -632,14 +649,9 @@ static int sweep_untested(fast *F, frags *g, int *freel, int *where, int *nfree,
             int fb = fo[j];
             if (cur[fb] >= start[fb + 1] || pairset_has(&g->sep, fa, fb))
                 continue;
-            int x = list[cur[fa]++], u = list[cur[fb]++];
             if ((rc = pairset_add(&g->sep, fa, fb)) != 0)
                 break;
-            out[*np].a = g->mem[x];
-            out[*np].b = g->mem[u];
-            (*np)++;
-            take_free(freel, where, nfree, x);
-            take_free(freel, where, nfree, u);
+            pair_next_free(g, start, list, cur, fa, fb, freel, where, nfree, out, np);
         }
     }
     free(start);
@@ -669,15 +681,8 @@ static int recheck_weak(frags *g, int *freel, int *where, int *nfree, ts_pair *o
         if (!g->weak.key[k])
             continue;
         uint64_t key = g->weak.key[k] - 1;
-        int fa = (int)(key & 0xffffffffu), fb = (int)(key >> 32);
-        if (cur[fa] >= start[fa + 1] || cur[fb] >= start[fb + 1])
-            continue;
-        int x = list[cur[fa]++], u = list[cur[fb]++];
-        out[*np].a = g->mem[x];
-        out[*np].b = g->mem[u];
-        (*np)++;
-        take_free(freel, where, nfree, x);
-        take_free(freel, where, nfree, u);
+        pair_next_free(g, start, list, cur, (int)(key & 0xffffffffu), (int)(key >> 32), freel,
+                       where, nfree, out, np);
     }
     free(start);
     free(list);
