@@ -482,7 +482,7 @@ typedef struct frags {
     int has_cut;            /* the region's pairs have a cut: separations mean something */
     int recheck;            /* when nothing is left to test, second opinions are (recheck_weak) */
     int biggest;            /* partners: the biggest fragment, not the smallest (plan_round) */
-    pairset measured;       /* node pairs with a measurement in the region */
+    pairset measured;       /* node pairs with a measurement in the region (inside only) */
 } frags;
 
 static void frags_free(frags *g)
@@ -497,18 +497,20 @@ static void frags_free(frags *g)
 /* Fragment pairs are separate when a pair between them came out inside the region's far band,
  * or OUTSIDE_BAND_TRUSTED pairs came out above the cut but outside the band (a distance
  * that keeps coming back is believed). seen counts both per fragment pair, in slots of a
- * table sized so that it never grows. */
+ * table sized so that it never grows. inside: the round pads inside fragments (pad_inside),
+ * which needs the node pairs already measured. */
 static int frags_build(fast *F, frags *g, const region *r, const int *mem, int nmem, const long *mi,
-                       long m, int *scratch)
+                       long m, int inside, int *scratch)
 {
     memset(g, 0, sizeof *g);
     g->mem = mem;
     g->nmem = nmem;
+    g->inside = inside;
     g->fid = malloc(sizeof(int) * (size_t)(nmem + 1));
     if (!g->fid || pairset_init(&g->sep, (size_t)m + (size_t)nmem) || pairset_init(&g->weak, 16) ||
-        pairset_init(&g->measured, (size_t)m + 1))
+        pairset_init(&g->measured, inside ? (size_t)m + 1 : 1))
         return -1;
-    for (long q = 0; q < m; q++)
+    for (long q = 0; inside && q < m; q++)
         if (pairset_add(&g->measured, F->M[mi[q]].a, F->M[mi[q]].b))
             return -1;
     int *byroot = scratch;     /* node -> fragment id of its root, -1 unset */
@@ -1411,7 +1413,8 @@ static int fast_run(fast *F)
                     continue;
                 }
                 frags g;
-                if (frags_build(F, &g, R, mem, nmem, mi, m, scratch)) {
+                /* below the top, padding pairs unmeasured nodes inside fragments (pad_inside) */
+                if (frags_build(F, &g, R, mem, nmem, mi, m, first > 0, scratch)) {
                     frags_free(&g);
                     rc = TS_ENOMEM;
                     break;
@@ -1421,7 +1424,6 @@ static int fast_run(fast *F)
                  * leaf proving it is a star, one pair of its nodes after the other: members
                  * without a test do not pad there. */
                 g.rest = first > 0 && nmem <= REST_MAX_NODES;
-                g.inside = first > 0;
                 g.has_cut = isfinite(R->cut);
                 g.recheck = R->rechecks < RECHECK_MAX;
                 g.biggest = first == 0 && nmem >= BIG_PARTNER_MIN_NODES;
