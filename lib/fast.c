@@ -293,8 +293,6 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, co
     r->far_hi[light] = INFINITY;
     if (m == 0)
         return TS_OK;
-    if (!light)
-        r->typical = F->M[mi[m / 2]].d;
     /* merges[k]: edges below k that joined two groups; a cut that leaves one group splits
      * nothing (its far class would be outliers only) */
     long *merges = calloc((size_t)m + 1, sizeof(long));
@@ -455,7 +453,7 @@ static int choose_cut(fast *F, region *r, const int *mem, int nmem, const long *
             own[nown++] = mi[j];
     int rc = cut_class(F, r, 0, mem, nmem, own, nown, &at);
     free(own);
-    if (nheavy > 0)
+    if (nheavy > 0)     /* the star's level: carried pairs count here too */
         r->typical = F->M[mi[nheavy / 2]].d;
     /* evidence carried from above joins nodes within the region's own near class */
     if (rc == TS_OK && isfinite(r->cut))
