@@ -654,8 +654,10 @@ int main(int argc, char **argv)
 
     ts_hostlist hl;
     ts_error err;
-    if (ts_hostlist_expand(c.nodes, strlen(c.nodes), &hl, &err) != TS_OK || hl.count == 0) {
-        fail_msg("--nodes %s: %s", c.nodes, hl.count ? err.text : "no nodes");
+    int hrc = ts_hostlist_expand(c.nodes, strlen(c.nodes), &hl, &err);
+    if (hrc != TS_OK || hl.count == 0) {
+        /* a refused list is left empty, so its count cannot say why: the return code does */
+        fail_msg("--nodes %s: %s", c.nodes, hrc != TS_OK ? err.text : "no nodes");
         return 2;
     }
     int leader = c.self && !strcmp(hl.hosts[0], c.self);

@@ -22,12 +22,18 @@ const char *ts_method_name(ts_method m)
     return (unsigned)m < sizeof method_names / sizeof *method_names ? method_names[m] : "?";
 }
 
-int ts_method_begin(const char *method, ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep,
-                    ts_error *err)
+/* An empty tree and report, whatever the caller's memory held. */
+static void start_outputs(ts_utree *tree, ts_infer_report *rep)
 {
     ts_utree_init(tree);
     memset(rep, 0, sizeof *rep);
     rep->reference = TS_NONE;
+}
+
+int ts_method_begin(const char *method, ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep,
+                    ts_error *err)
+{
+    start_outputs(tree, rep);
     if (e->tp->nnodes < 2)
         return ts_fail(err, TS_EINPUT, "%s needs at least 2 nodes (got %d)", method, e->tp->nnodes);
     return TS_OK;
@@ -422,6 +428,7 @@ int ts_discover_allpairs(ts_probe_engine *e, ts_utree *tree, ts_infer_report *re
 int ts_discover(ts_method m, ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep,
                 ts_error *err)
 {
+    start_outputs(tree, rep);      /* the methods do it again; an unknown method must too */
     switch (m) {
     case TS_METHOD_ALLPAIRS:
         return ts_discover_allpairs(e, tree, rep, err);

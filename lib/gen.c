@@ -78,12 +78,13 @@ static int shape_add_nodes(shape *s, int parent, int count, ts_error *err)
     return TS_OK;
 }
 
-static int check_empty(const ts_fabric *f, ts_error *err)
+/* Every generator starts here, before any check that can fail: the caller may hand over
+ * uninitialised memory, and whatever happens f is then safe to ts_fabric_free. */
+static int start_fabric(ts_fabric *f, ts_error *err)
 {
     if (!f)
         return ts_fail(err, TS_EINPUT, "no fabric given");
-    if (f->nvert != 0)
-        return ts_fail(err, TS_EINPUT, "the fabric to generate into must be empty");
+    ts_fabric_init(f);
     return TS_OK;
 }
 
@@ -135,7 +136,7 @@ out:
 
 int ts_gen_fat_tree(ts_fabric *f, int p, uint64_t shuffle_seed, ts_error *err)
 {
-    int rc = check_empty(f, err);
+    int rc = start_fabric(f, err);
     if (rc != TS_OK)
         return rc;
     if (p < 4 || p > 64 || p % 2 != 0)
@@ -162,7 +163,7 @@ int ts_gen_fat_tree(ts_fabric *f, int p, uint64_t shuffle_seed, ts_error *err)
 int ts_gen_regular(ts_fabric *f, const int *fanout, int levels, uint64_t shuffle_seed,
                    ts_error *err)
 {
-    int rc = check_empty(f, err);
+    int rc = start_fabric(f, err);
     if (rc != TS_OK)
         return rc;
     if (!fanout || levels < 1)
@@ -211,7 +212,7 @@ static int draw_int(ts_rng *r, int lo, int hi)
 
 int ts_gen_irregular(ts_fabric *f, uint64_t seed, ts_error *err)
 {
-    int rc = check_empty(f, err);
+    int rc = start_fabric(f, err);
     if (rc != TS_OK)
         return rc;
     ts_rng r;
@@ -302,7 +303,7 @@ static void random_composition(ts_rng *r, int total, int k, int *parts)
 int ts_gen_random_identifiable(ts_fabric *f, int max_nodes, int max_depth, uint64_t seed,
                                ts_error *err)
 {
-    int rc = check_empty(f, err);
+    int rc = start_fabric(f, err);
     if (rc != TS_OK)
         return rc;
     if (max_nodes < 4 || max_nodes > GEN_MAX_NODES)

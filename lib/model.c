@@ -37,6 +37,9 @@ static void set_common(ts_model_params *p, const char *name)
 
 int ts_model_params_profile(ts_model_params *p, const char *profile, ts_error *err)
 {
+    /* Before the name is checked: p may be uninitialised, and after a refusal the caller still
+     * frees it with ts_model_params_free. */
+    memset(p, 0, sizeof *p);
     if (!profile)
         profile = "(null)";
     if (strcmp(profile, "ethernet") == 0) {
@@ -630,6 +633,7 @@ static int parse_amount(const char *s, const char *suffix, double *out)
 
 int ts_fault_parse(const char *spec, ts_fault *out, ts_error *err)
 {
+    memset(out, 0, sizeof *out);   /* a refused spec leaves no stale fault behind */
     if (!spec || !*spec)
         return ts_fail(err, TS_EINPUT, "empty fault (expected %s)", FAULT_FORMS);
     const char *c1 = strchr(spec, ':');

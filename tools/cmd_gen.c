@@ -67,6 +67,10 @@ int cmd_gen(int argc, char **argv)
     } else if (reg) {
         int fan[16], n = 0;
         char *copy = strdup(reg), *save = NULL;
+        if (!copy) {
+            cli_error("gen", "out of memory");
+            return CLI_FAIL;
+        }
         for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             if (n == 16 || cli_parse_u64(tok, &p) || p < 1 || p > 100000) {
                 free(copy);

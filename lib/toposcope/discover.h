@@ -28,7 +28,9 @@ const char *ts_method_name(ts_method m);
 
 /* Run a discovery method; on return `tree` holds the best tree for the pairs measured (partial
  * when the engine's deadline cut the plan: e->partial). Nodes that were never measured are
- * listed in rep->unmeasured and are not in the tree. */
+ * listed in rep->unmeasured and are not in the tree. tree and rep are initialised here (so are
+ * they by each ts_discover_* below); on error free them with ts_utree_free and
+ * ts_infer_report_free. */
 int ts_discover(ts_method m, ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep,
                 ts_error *err);
 

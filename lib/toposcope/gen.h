@@ -1,4 +1,8 @@
-/* toposcope — fabric generators for tests and benchmarks. */
+/* toposcope — fabric generators for tests and benchmarks.
+ *
+ * Every generator initialises f itself: the caller may pass uninitialised memory, and a fabric
+ * that already holds a tree must be freed first (it would leak otherwise). On error f is left
+ * empty (nvert == 0), so ts_fabric_free on it is always safe. */
 #ifndef TOPOSCOPE_GEN_H
 #define TOPOSCOPE_GEN_H
 

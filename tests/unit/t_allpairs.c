@@ -168,11 +168,35 @@ static int allpairs_exact(trap_net *t, int switches, int *rechecked)
     if (ts_discover_allpairs(&e, &tr, &rep, &err) == TS_OK) {
         exact = leaves_exact(&tr, t, switches);
         *rechecked = rep.rechecked;
-        ts_utree_free(&tr);
-        ts_infer_report_free(&rep);
     }
+    /* a failed run may have filled them in part */
+    ts_utree_free(&tr);
+    ts_infer_report_free(&rep);
     ts_probe_engine_free(&e);
     return exact;
+}
+
+/* ts_discover initialises the tree and the report itself, also when it refuses the method. */
+static void test_unknown_method(void)
+{
+    ts_error err = {{0}};
+    trap_net t;
+    trap_init(&t, 8, 1);
+    ts_probe_engine e;
+    ts_utree tr;
+    ts_infer_report rep;
+    memset(&tr, 0xA5, sizeof tr);
+    memset(&rep, 0xA5, sizeof rep);
+    if (ts_probe_engine_init(&e, &t.tp, NULL, 0, &err) != TS_OK) {
+        ok(0, "engine: %s", err.text);
+        return;
+    }
+    is_int(ts_discover((ts_method)99, &e, &tr, &rep, &err), TS_EINPUT, "an unknown method is refused");
+    ok(tr.nvert == 0 && !tr.parent && !rep.unmeasured && !rep.ambiguous && rep.reference == TS_NONE,
+       "and the tree and report it was given are empty, not garbage");
+    ts_utree_free(&tr);
+    ts_infer_report_free(&rep);
+    ts_probe_engine_free(&e);
 }
 
 static void test_second_opinions(void)
@@ -247,6 +271,7 @@ static void test_second_opinions(void)
 int main(void)
 {
     test_second_opinions();
+    test_unknown_method();
     int bad = 0, first_bad = 0, over_n = 0;
     for (int n = 2; n <= 700; n++) {
         if (!check(n) && !bad++)

@@ -65,7 +65,7 @@ static void test_baseline_file(void)
         ts_baseline_builder_add(bb, "{n[1-4]}", 0, 2.5, 0.1);
     }
     ts_baseline b, c;
-    ts_error err;
+    ts_error err = {{0}};
     ok(ts_baseline_builder_finish(bb, &b, &err) == TS_OK, "baseline built");
     ts_baseline_builder_free(bb);
     const ts_baseline_link *l = ts_baseline_find(&b, "n1");
@@ -118,7 +118,7 @@ static void test_detection(void)
         for (int r = 0; r < 5; r++)
             ts_baseline_builder_add(bb, ids[k], 0, 10.0 + 0.1 * ((r + k) % 3 - 1), 0.1);
     ts_baseline b;
-    ts_error err;
+    ts_error err = {{0}};
     ts_baseline_builder_finish(bb, &b, &err);
     ts_baseline_builder_free(bb);
     ts_link_obs o[6] = {

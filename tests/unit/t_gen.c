@@ -86,11 +86,46 @@ static void test_fat_tree_invalid(void)
         is_int(f.nvert, 0, "nothing built for p=%d", bad[k]);
         ts_fabric_free(&f);
     }
+}
+
+/* The generators initialise the fabric themselves: callers may hand over uninitialised
+ * memory (as `toposcope gen` once did), and a failed generation leaves it freeable. */
+static void test_output_initialised_here(void)
+{
     ts_fabric f;
     ts_error err = {{0}};
-    ts_fabric_init(&f);
-    ts_gen_fat_tree(&f, 4, 0, &err);
-    is_int(ts_gen_fat_tree(&f, 4, 0, &err), TS_EINPUT, "generating into a non-empty fabric fails");
+    const int fan[] = {2, 3};
+    memset(&f, 0xA5, sizeof f);
+    is_int(ts_gen_fat_tree(&f, 4, 0, &err), TS_OK, "fat tree builds into garbage memory");
+    ok(f.nnodes == 16 && f.nvert == 16 + 1 + 4 + 8, "fat tree from garbage: the right shape");
+    ts_fabric_free(&f);
+    memset(&f, 0xA5, sizeof f);
+    is_int(ts_gen_regular(&f, fan, 2, 3, &err), TS_OK, "regular tree builds into garbage memory");
+    is_int(f.nnodes, 6, "regular tree from garbage: 6 nodes");
+    ts_fabric_free(&f);
+    memset(&f, 0xA5, sizeof f);
+    is_int(ts_gen_irregular(&f, 5, &err), TS_OK, "irregular tree builds into garbage memory");
+    ok(f.nnodes > 0 && f.root != TS_NONE, "irregular tree from garbage: finalized");
+    ts_fabric_free(&f);
+    memset(&f, 0xA5, sizeof f);
+    is_int(ts_gen_random_identifiable(&f, 20, 3, 5, &err), TS_OK,
+           "random identifiable tree builds into garbage memory");
+    ok(f.nnodes >= 4 && f.root != TS_NONE, "random identifiable tree from garbage: finalized");
+    ts_fabric_free(&f);
+
+    memset(&f, 0xA5, sizeof f);
+    is_int(ts_gen_fat_tree(&f, 3, 0, &err), TS_EINPUT, "bad p into garbage memory fails");
+    ok(f.nvert == 0 && f.v == NULL && f.root == TS_NONE, "after a failed generation the fabric is empty");
+    ts_fabric_free(&f);
+    ok(f.nvert == 0, "and ts_fabric_free on it is safe");
+    memset(&f, 0xA5, sizeof f);
+    is_int(ts_gen_regular(&f, fan, 0, 0, &err), TS_EINPUT, "0 levels into garbage memory fails");
+    is_int(f.nvert, 0, "empty after a failed regular tree");
+    ts_fabric_free(&f);
+    memset(&f, 0xA5, sizeof f);
+    is_int(ts_gen_random_identifiable(&f, 3, 4, 1, &err), TS_EINPUT,
+           "max_nodes 3 into garbage memory fails");
+    is_int(f.nvert, 0, "empty after a failed random identifiable tree");
     ts_fabric_free(&f);
 }
 
@@ -198,6 +233,8 @@ static void test_irregular(void)
         ts_fabric_init(&g);
         if (ts_gen_irregular(&f, seed, &err) != TS_OK || ts_gen_irregular(&g, seed, &err) != TS_OK) {
             ok(0, "irregular seed %llu builds: %s", (unsigned long long)seed, err.text);
+            ts_fabric_free(&f);
+            ts_fabric_free(&g);
             return;
         }
         deterministic &= same_names(&f, &g);
@@ -292,6 +329,7 @@ int main(void)
     test_fat_tree_sizes();
     test_fat_tree_names();
     test_fat_tree_invalid();
+    test_output_initialised_here();
     test_shuffle();
     test_regular();
     test_irregular();

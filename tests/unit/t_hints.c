@@ -38,14 +38,14 @@ static void test_round_trip(void)
     ts_policy p = policy(TS_PLACE_SPREAD, 0, 2, 1, 0);
     run(&s, two_leaves, "2pack-2numa-8core-ht.xml", &p, 20);
     ts_model_params mp;
-    ts_error merr;
+    ts_error merr = {{0}};
     memset(&mp, 0, sizeof mp);
     ts_model_params_profile(&mp, "ethernet", &merr);
     ts_groups_logp(&s.g, &s.h, &mp, &merr);
     ts_model_params_free(&mp);
     char *text = hints_text(&s, &p);
     ts_hints h;
-    ts_error err;
+    ts_error err = {{0}};
     ok(ts_hints_parse(&h, text, strlen(text), "hints.yaml", NULL, &err) == TS_OK, "what the emitter writes reads back %s", err.text);
     ok(h.version == 2 && h.nranks == 20 && h.nnodes == 4 && h.cpus_per_rank == 2 && !strcmp(h.kind, "spread"),
        "version, nranks, nnodes, cpus_per_rank, kind");
@@ -111,7 +111,7 @@ static void test_nodes(void)
     run(&s, two_leaves, "1pack-4core.xml", &p, 0);
     char *text = hints_text(&s, &p);
     ts_hints h;
-    ts_error err;
+    ts_error err = {{0}};
     ok(ts_hints_parse(&h, text, strlen(text), "m.yaml", NULL, &err) == TS_OK, "measure-only hints read back %s", err.text);
     ok(h.members_are_nodes && h.nmembers == 4 && h.nlevels == 3 && h.nranks == 0, "4 nodes, 3 levels");
     int same = 1;
@@ -146,7 +146,7 @@ static void test_env(void)
     run(&s, two_leaves, "1pack-4core.xml", &p, 10);
     char *text = hints_text(&s, &p);
     ts_hints h;
-    ts_error err;
+    ts_error err = {{0}};
     ts_hints_select sel = { 6, NULL };
     ok(ts_hints_parse(&h, text, strlen(text), "hints.yaml", &sel, &err) == TS_OK, "rank 6 %s", err.text);
     ts_hints_env e;
@@ -188,7 +188,7 @@ static void test_env(void)
 static void test_load(void)
 {
     ts_hints h;
-    ts_error err;
+    ts_error err = {{0}};
     is_int(ts_hints_load(&h, "/nonexistent/hints.yaml", NULL, &err), TS_EINPUT, "a missing file is bad input");
     ok(strstr(err.text, "/nonexistent/hints.yaml: No such file") != NULL, "%s", err.text);
     char path[] = "/tmp/t_hints.XXXXXX";
@@ -232,7 +232,7 @@ static void test_lookup(void)
     close(fd);
     write_file(path, spread);
     ts_hints h;
-    ts_error err;
+    ts_error err = {{0}};
     unsigned long reads = ts_hints_lookup_reads();
     ts_hints_select sel = { 39, NULL };
     ok(ts_hints_lookup(&h, path, &sel, &err) == TS_OK && h.nmembers == 1 && same_member(&h, 0, &spread_g, 39),
@@ -338,7 +338,7 @@ static void test_broken(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const bad_case *c = &cases[i];
         ts_hints h;
-        ts_error err;
+        ts_error err = {{0}};
         memset(&h, 0x5a, sizeof h);
         int rc = ts_hints_parse(&h, c->text, strlen(c->text), "b.yaml", NULL, &err);
         char where[64];

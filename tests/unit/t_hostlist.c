@@ -51,7 +51,7 @@ static void test_expand(void)
 
     /* length is honoured: the expression need not end at a NUL */
     ts_hostlist hl;
-    ts_error err;
+    ts_error err = {{0}};
     const char buf[] = { 'n', '[', '1', '-', '2', ']', ',', 'z', 'z' };
     ok(ts_hostlist_expand(buf, 6, &hl, &err) == TS_OK && hl.count == 2 &&
            strcmp(hl.hosts[1], "n2") == 0, "only len bytes are read");
@@ -95,7 +95,7 @@ static void test_errors(void)
     memcpy(longname + 250, "[1-100000]", 10);
     fails_with(longname, 260, "hostname longer than 255");
     ts_hostlist hl;
-    ts_error err;
+    ts_error err = {{0}};
     memset(longname, 'x', 255);
     ok(ts_hostlist_expand(longname, 255, &hl, &err) == TS_OK && strlen(hl.hosts[0]) == 255,
        "a 255-character name is fine");
@@ -105,7 +105,7 @@ static void test_errors(void)
 static char *compress_expr(const char *expr)
 {
     ts_hostlist hl;
-    ts_error err;
+    ts_error err = {{0}};
     if (ts_hostlist_expand(expr, strlen(expr), &hl, &err) != TS_OK)
         return NULL;
     char *s = ts_hostlist_compress(hl.hosts, hl.count);
@@ -209,7 +209,7 @@ static void test_order(void)
 static void test_cpus_per_node(void)
 {
     int c[8];
-    ts_error err;
+    ts_error err = {{0}};
     ok(ts_cpus_per_node_parse("2(x3),1", 4, c, &err) == TS_OK && c[0] == 2 && c[2] == 2 && c[3] == 1,
        "2(x3),1 -> 2 2 2 1 %s", err.text);
     ok(ts_cpus_per_node_parse("16", 1, c, &err) == TS_OK && c[0] == 16, "16 -> 16");

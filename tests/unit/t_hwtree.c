@@ -16,7 +16,7 @@ static int load(ts_hwtree *t, const char *file, const char *cpus, ts_error *err)
 static void test_shapes(void)
 {
     ts_hwtree t;
-    ts_error err;
+    ts_error err = {{0}};
     char cpus[64];
 
     ok(load(&t, "2pack-2numa-8core-ht.xml", NULL, &err) == TS_OK, "2 packages x 2 NUMA x 8 cores x 2 PUs loads %s", err.text);
@@ -57,7 +57,7 @@ static void test_shapes(void)
 static void test_restrictions(void)
 {
     ts_hwtree t;
-    ts_error err;
+    ts_error err = {{0}};
 
     ok(load(&t, "partial-2pack.xml", NULL, &err) == TS_OK, "an XML whose allowed cpuset is 0-7,32-39 loads");
     is_int(t.ncores, 32, "all 32 cores are known");
@@ -86,7 +86,7 @@ static void test_restrictions(void)
 static void test_bad_inputs(void)
 {
     ts_hwtree t;
-    ts_error err;
+    ts_error err = {{0}};
     is_int(load(&t, "not-xml.xml", NULL, &err), TS_EINPUT, "a file that is not hwloc XML is refused");
     ok(strstr(err.text, "not-xml.xml") != NULL, "naming the file: %s", err.text);
     ok(load(&t, "missing.xml", NULL, &err) != TS_OK, "a missing file is refused");
@@ -99,7 +99,7 @@ static void test_bad_inputs(void)
 static void test_live(void)
 {
     ts_hwtree t;
-    ts_error err;
+    ts_error err = {{0}};
     ok(ts_hwtree_load_live(&t, NULL, &err) == TS_OK, "the live machine loads %s", err.text);
     ok(t.ncores >= 1 && t.nusable >= 1 && t.nusable <= t.ncores, "with %d usable of %d cores", t.nusable, t.ncores);
     ts_hwtree_free(&t);
@@ -118,7 +118,7 @@ static void test_hierarchy(void)
 {
     ts_fabric f;
     ts_hwtree two, flat, over, partial;
-    ts_error err;
+    ts_error err = {{0}};
     char label[128];
     test_fabric(&f, "SwitchName=top Switches=leaf[1-2]\nSwitchName=leaf1 Nodes=n[1-2]\nSwitchName=leaf2 Nodes=n[3-4]\n");
     load(&two, "2pack-2numa-8core-ht.xml", NULL, &err);

@@ -115,6 +115,18 @@ static void test_profiles(void)
     is_int(ts_model_params_profile(&p, "myrinet", &err), TS_EINPUT, "unknown profile refused");
     ok(contains(err.text, "myrinet") && contains(err.text, "ethernet or infiniband"),
        "unknown profile message names it and the choices");
+
+    /* p is initialised by the call itself: garbage in, and a refusal still leaves it freeable */
+    memset(&p, 0xA5, sizeof p);
+    is_int(ts_model_params_profile(&p, "myrinet", &err), TS_EINPUT, "unknown profile refused in garbage memory");
+    ok(!p.link_overrides && !p.host_overrides && p.nlink_overrides == 0 && p.nhost_overrides == 0,
+       "a refused profile leaves p empty");
+    ts_model_params_free(&p);
+    memset(&p, 0xA5, sizeof p);
+    is_int(ts_model_params_profile(&p, "ethernet", &err), TS_OK, "ethernet into garbage memory");
+    ok(p.nlink_overrides == 0 && !p.link_overrides && isnan(p.level[3].latency_us),
+       "every field set, no stale overrides");
+    ts_model_params_free(&p);
 }
 
 static void test_yaml_good(void)
@@ -540,6 +552,8 @@ static void test_fault_parse(void)
         is_int(ts_fault_parse(bad[i].spec, &ft, &err), TS_EINPUT, "fault '%s' refused", bad[i].spec);
         ok(contains(err.text, bad[i].says), "fault '%s': says '%s'", bad[i].spec, bad[i].says);
     }
+    is_int(ts_fault_parse("dead:", &ft, &err), TS_EINPUT, "a refused fault ...");
+    ok(ft.target[0] == '\0' && ft.value == 0, "... leaves no stale fault behind");
     char longspec[400];
     memset(longspec, 0, sizeof longspec);
     strcpy(longspec, "dead:");

@@ -17,7 +17,7 @@ static void find_policies(void)
 static void test_shipped(void)
 {
     ts_policy p;
-    ts_error err;
+    ts_error err = {{0}};
     ok(ts_policy_load(&p, "compact", policy_dirs, &err) == TS_OK, "policies/compact.yaml loads %s", err.text);
     ok(p.kind == TS_PLACE_COMPACT && p.export_mca && p.cpus_per_rank == 1 && p.ranks_per_core == 1,
        "compact: kind, export_mca, one core per rank");
@@ -43,7 +43,7 @@ static void test_shipped(void)
 static void test_defaults(void)
 {
     ts_policy p;
-    ts_error err;
+    ts_error err = {{0}};
     const char *text = "placement: {kind: spread}\n";
     ok(ts_policy_parse(&p, text, strlen(text), "dir/mine.yaml", &err) == TS_OK, "only placement.kind is required");
     ok(!strcmp(p.name, "mine"), "the name defaults to the file's (%s)", p.name);

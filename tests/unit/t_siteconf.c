@@ -14,7 +14,7 @@ static int parse(ts_siteconf *c, const char *text, ts_error *err)
 static void test_sample(void)
 {
     ts_siteconf c, d;
-    ts_error err;
+    ts_error err = {{0}};
     ts_siteconf_default(&c, "/p/toposcope-prolog", "/p/policies");
     d = c;
     ok(ts_siteconf_load(&c, test_repo("etc/toposcope.yaml"), &err) == TS_OK, "etc/toposcope.yaml loads %s", err.text);
@@ -28,7 +28,7 @@ static void test_sample(void)
 static void test_keys(void)
 {
     ts_siteconf c;
-    ts_error err;
+    ts_error err = {{0}};
     ts_siteconf_default(&c, NULL, NULL);
     ok(parse(&c, "mode: always\ndefault_policy: spread\npolicy_dir: /pol\nbudget_ms: 3000\n"
                  "port_base: 50000\nport_span: 10\nspool: /s/%n\nrecords: /r\nprolog: /bin/p\n"
@@ -59,7 +59,7 @@ static void test_bad(void)
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         ts_siteconf c, d;
-        ts_error err;
+        ts_error err = {{0}};
         ts_siteconf_default(&c, NULL, NULL);
         d = c;
         int rc = parse(&c, files[i].text, &err);
@@ -77,7 +77,7 @@ static void test_bad(void)
     };
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         ts_siteconf c, d;
-        ts_error err;
+        ts_error err = {{0}};
         ts_siteconf_default(&c, NULL, NULL);
         d = c;
         int rc = ts_siteconf_set(&c, args[i].arg, &err);

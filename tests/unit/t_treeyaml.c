@@ -16,7 +16,7 @@ static int parse(ts_fabric *f, const char *text, ts_error *err)
 static void test_round_trip(void)
 {
     ts_fabric f, g;
-    ts_error err;
+    ts_error err = {{0}};
     test_fabric(&f, "SwitchName=spine Switches=leaf[1-2]\nSwitchName=leaf1 Nodes=n[1-3]\nSwitchName=leaf2 Nodes=n[4-5]\n");
     for (int i = 0; i < f.nvert; i++) {
         f.v[i].link_us = 0.25 * i;
@@ -101,7 +101,7 @@ static void test_errors(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ts_fabric f;
-        ts_error err;
+        ts_error err = {{0}};
         int rc = parse(&f, cases[i].text, &err);
         if (!ok(rc != TS_OK && strstr(err.text, cases[i].where) == err.text && strstr(err.text, cases[i].what),
                 "broken tree %zu refused at %s with '%s'", i, cases[i].where, cases[i].what))
@@ -113,7 +113,7 @@ static void test_errors(void)
 static void test_files(void)
 {
     ts_fabric f;
-    ts_error err;
+    ts_error err = {{0}};
     ok(ts_fabric_load_tree(&f, test_data("topo", "two-level.conf"), &err) == TS_OK, "a .conf file is read as topology.conf %s", err.text);
     ok(f.nnodes > 0, "with %d nodes", f.nnodes);
     ts_fabric_free(&f);
