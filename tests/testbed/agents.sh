@@ -33,11 +33,15 @@ statuses() {  # JOB NODELIST -> "node:status" per node
 # holds) minus the emulator's configured path delay there and back. The median over the pairs,
 # in µs. An access link's truth is its delay + a quarter of this.
 host_overhead() {   # PORT PAIRS... (A:B)
-  local port=$1 pair a b i=0 vals=() cpids=()
+  local port=$1 pair a b i=0 vals=() cpids=() spids=()
   shift
+  # The servers write nowhere: this function runs inside $(...), which would otherwise wait
+  # for them to close its pipe, i.e. for their timeout. They end as soon as the clients have.
   for pair in "$@"; do
     b=${pair#*:}
-    ip netns exec "$(tb_ns "$b")" timeout 30 "$TB_UDPING" server --port $((port + i)) --timeout 25 9>&- &
+    ip netns exec "$(tb_ns "$b")" timeout 30 "$TB_UDPING" server --port $((port + i)) --timeout 25 \
+      > /dev/null 2>&1 9>&- &
+    spids+=($!)
     i=$((i + 1))
   done
   sleep 0.3
@@ -50,6 +54,8 @@ host_overhead() {   # PORT PAIRS... (A:B)
     i=$((i + 1))
   done
   wait "${cpids[@]}"
+  kill "${spids[@]}" 2>/dev/null
+  wait "${spids[@]}" 2>/dev/null
   i=0
   for pair in "$@"; do
     a=${pair%:*} b=${pair#*:}
@@ -66,7 +72,7 @@ host_overhead() {   # PORT PAIRS... (A:B)
 # the next (udping on 16 nodes: 21 to 94 us within an hour), and an access link's truth holds a
 # quarter of it. host_after PAIRS...: host_us, measured before a job, becomes the mean of that
 # and a measurement right after the job on the same pairs, the overhead around the job (each
-# call on ports of its own: the udping servers of the last one may still hold theirs).
+# call on ports of its own, so that no port is still in use by the last call's servers).
 HOST_PORT_NEXT=8000
 host_after() {
   local h port=$HOST_PORT_NEXT
