@@ -1,8 +1,10 @@
 # toposcope — plain GNU make, C11, pkg-config.
 #   make            build build/bin/toposcope and build/lib/libtoposcope.a
 #   make deps       install the Debian packages the build and the tests need (idempotent)
-#   make check      deps + build + every test through prove (TAP)
+#   make check      deps + build + every test through prove (TAP), the testbed's last
 #   make asan       unit tests (tests/unit and each part's, e.g. t_wire) under AddressSanitizer + UBSan
+#   make memcheck   every unit test and the CLI's shell tests under valgrind memcheck (make check
+#                   runs a quick subset: tests/memcheck.t)
 #   make fuzz       fuzz the parsers (FUZZ_SECONDS each, default 300)
 #   make bench      benchmarks; writes bench/RESULTS.md
 
@@ -27,7 +29,7 @@ UNIT_SRC  := $(sort $(wildcard tests/unit/t_*.c))
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%.t)
 HEADERS   := $(wildcard lib/toposcope/*.h lib/*.h tests/unit/*.h tools/*.h)
 
-.PHONY: all deps check unit asan fuzz bench clean
+.PHONY: all deps check unit asan memcheck fuzz bench clean
 all: $(LIB_A) $(CLI) $(UNIT_BIN)
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -53,14 +55,26 @@ deps:
 unit: all
 	prove --exec '' $(UNIT_BIN)
 
+# Two phases. First the tests that need only this machine, two at a time; then the tests on
+# the emulated cluster, one at a time (there is one testbed, and its accuracy checks want the
+# CPUs the other tests would take). Both phases always run; either failing fails the check.
+TESTBED_TESTS := $(sort $(wildcard tests/testbed*.t))
+LOCAL_TESTS   := $(filter-out $(TESTBED_TESTS),$(sort $(wildcard tests/*.t)))
+
 check: deps
-	$(MAKE) all
-	TOPOSCOPE_BUILD=$(abspath $(BUILD)) prove --exec '' $(UNIT_BIN) $(wildcard tests/*.t)
+	$(MAKE) -j2 all
+	@export TOPOSCOPE_BUILD=$(abspath $(BUILD)); \
+	  prove -j2 --exec '' $(UNIT_BIN) $(LOCAL_TESTS); local=$$?; \
+	  prove --exec '' $(TESTBED_TESTS); testbed=$$?; \
+	  exit $$((local | testbed))
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOPOSCOPE_BUILD=$(abspath build-asan) \
 	  prove --exec '' $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_BIN))
+
+memcheck: all
+	MEMCHECK=full TOPOSCOPE_BUILD=$(abspath $(BUILD)) prove --exec '' tests/memcheck.t
 
 FUZZ_SECONDS ?= 300
 

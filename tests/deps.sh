@@ -7,6 +7,7 @@ packages=(
   build-essential pkg-config perl            # compiler, make, prove
   libyaml-dev                                # policies and latency parameters
   clang libclang-rt-14-dev                   # libFuzzer targets (make fuzz), sanitizers
+  valgrind                                   # make memcheck, tests/memcheck.t
   iproute2 procps psmisc                     # testbed: namespaces, veth, process checks
   munge libmunge-dev                         # authentication
   slurm-wlm slurmd slurmctld libslurm-dev    # the scheduler and spank.h

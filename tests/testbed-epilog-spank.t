@@ -37,7 +37,7 @@ trap 'kill "$tb_watchdog" 2>/dev/null; timeout 120 "$TB_DIR/down" >/dev/null 2>&
 jobid_of() { sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$1"; }
 # job NAME: sbatch --topo-aware=links on all 8 nodes, waited for; prints the job id
 job() {
-  (cd "$D/out" && timeout 120 sbatch --wait -N8 --topo-aware=links -t 2 -o "$D/out/$1.out" \
+  (cd "$D/out" && tb_sbatch_wait 120 -N8 --topo-aware=links -t 2 -o "$D/out/$1.out" \
     --wrap true) > "$D/out/$1.sbatch" 2>&1
   jobid_of "$D/out/$1.sbatch"
 }

@@ -116,9 +116,9 @@ cpus_match() {    # OUTPUT HINTS
   awk -v what=cpus -f "$REPO/tests/hints_expect.awk" "$2" | cpu_numbers | sort > "$work/want"
   [ -s "$work/want" ] && diff "$work/want" "$work/got" > "$work/diff"
 }
-run_job() {   # DIR NODES-OPTIONS... : sbatch --wait DIR/job.sh, output in DIR/out.txt
+run_job() {   # DIR NODES-OPTIONS... : DIR/job.sh as a batch job, waited for, output in DIR/out.txt
   local dir=$1; shift
-  (cd "$dir" && timeout 180 sbatch --wait "$@" -t 3 -o "$dir/out.txt" job.sh) > "$work/sbatch.out" 2>&1
+  (cd "$dir" && tb_sbatch_wait 180 "$@" -t 3 -o "$dir/out.txt" job.sh) > "$work/sbatch.out" 2>&1
 }
 
 # ---- 16 ranks, spread: hints.yaml under mpirun ----

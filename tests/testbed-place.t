@@ -35,7 +35,7 @@ exec mpirun -np 16 --rankfile rankfile --report-bindings --mca btl tcp,self \
   --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
   sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK node=$(hostname)"'
 EOF
-  (cd "$out" && timeout 150 sbatch --wait -N8 --ntasks-per-node=2 -t 2 -o "$out/out.txt" job.sh) > "$work/sbatch.out" 2>&1
+  (cd "$out" && tb_sbatch_wait 150 -N8 --ntasks-per-node=2 -t 2 -o "$out/out.txt" job.sh) > "$work/sbatch.out" 2>&1
   local rc=$? bad=0
   # every rankfile line: "rank R=HOST slot=0:C" -> bound to socket 0[core C[hwt 0]] on HOST
   while read -r _ spec slotspec; do

@@ -61,7 +61,7 @@ probe_steps() {
   # a job as another user (--uid U) writes its output there
   local i
   for ((i = 0; i + 1 < ${#sb[@]}; i++)); do [ "${sb[i]}" = --uid ] && chown "${sb[i + 1]}" "$jobdir/$tag"; done
-  (cd "$jobdir/$tag" && timeout 150 sbatch --wait -N16 -t 3 "${sb[@]}" -o "$jobdir/$tag/job.txt" job.sh) \
+  (cd "$jobdir/$tag" && tb_sbatch_wait 150 -N16 -t 3 "${sb[@]}" -o "$jobdir/$tag/job.txt" job.sh) \
     > "$work/sbatch.out" 2>&1
 }
 
@@ -158,7 +158,7 @@ srun --mpi=pmix -N4 -w node[1-4] --ntasks-per-node=1 bash -c '
   $jobdir/bin/toposcope probe --out $jobdir/late/out --budget-ms 1500 -v 2> $jobdir/late/err.\$SLURM_PROCID
   echo "\$SLURM_PROCID \$? \$(( (\$(date +%s%N) - s) / 1000000 ))" >> $jobdir/late/rc'
 JOB
-(cd "$jobdir/late" && timeout 120 sbatch --wait -N4 -w 'node[1-4]' -t 2 -o "$jobdir/late/job.txt" job.sh) > "$work/sbatch.out" 2>&1
+(cd "$jobdir/late" && tb_sbatch_wait 120 -N4 -w 'node[1-4]' -t 2 -o "$jobdir/late/job.txt" job.sh) > "$work/sbatch.out" 2>&1
 late_rc=$?
 awk -v b=$((1500 + GRACE)) '$1 != 1 && ($2 != 1 || $3 > b) { bad = 1 } $1 != 1 { n++ } END { exit bad || n != 3 }' "$jobdir/late/rc" &&
   grep -q 'the PMIx exchange (fence and lookups) did not complete within 1.5 s' "$jobdir/late/err.0" &&

@@ -123,7 +123,7 @@ env | grep -E '^(TOPOSCOPE_|OMPI_MCA_rmaps)' | sort > $J/batch.env
 cp "\$TOPOSCOPE_RANKFILE" "\$TOPOSCOPE_HINTS" $J/
 exec mpirun -np 16 $D/bin/twolevel_bcast leaf 777
 JOB
-(cd "$J" && timeout 180 sbatch --wait -N8 --ntasks-per-node=2 --topo-aware=compact -t 3 \
+(cd "$J" && tb_sbatch_wait 180 -N8 --ntasks-per-node=2 --topo-aware=compact -t 3 \
   -o "$J/out.txt" job.sh) > "$J/sbatch.out" 2>&1
 rc=$?
 ok $rc "sbatch -N8 --topo-aware=compact, mpirun -np 16 without --rankfile: the job ends well"
@@ -211,7 +211,7 @@ cp "\$TOPOSCOPE_HOSTFILE" $A/hostfile
 export SLURM_HOSTFILE=\$TOPOSCOPE_HOSTFILE
 srun -n 16 -m arbitrary -o "$A/task.%t" sh -c 'echo "\$SLURM_PROCID \$(hostname) \$TOPOSCOPE_RANK \$TOPOSCOPE_NODE"'
 JOB
-(cd "$A" && timeout 180 sbatch --wait -N8 --ntasks-per-node=2 --topo-aware=spread -t 3 \
+(cd "$A" && tb_sbatch_wait 180 -N8 --ntasks-per-node=2 --topo-aware=spread -t 3 \
   -o "$A/out.txt" job.sh) > "$A/sbatch.out" 2>&1
 ok $? "sbatch --topo-aware=spread with srun -m arbitrary: the job ends well"
 cat "$A"/task.* 2>/dev/null | grep -E '^[0-9]+ ' | sort -n > "$A/tasks.txt"
@@ -229,7 +229,7 @@ mkdir -p "$F"
 failing_job() {   # NAME OPTION: an sbatch job that prints its TOPOSCOPE_ variables, and node3's
   local name=$1 opt=$2
   printf '#!/bin/bash\nenv | grep ^TOPOSCOPE_ | sort\nsrun -N1 -n1 -w node3 sh -c "env | grep ^TOPOSCOPE_ | sed s/^/node3:/ | sort"\n' > "$F/$name.sh"
-  (cd "$F" && timeout 120 sbatch --wait -N8 "$opt" -t 2 -o "$F/$name.out" "$name.sh") > "$F/$name.sbatch" 2>&1
+  (cd "$F" && tb_sbatch_wait 120 -N8 "$opt" -t 2 -o "$F/$name.out" "$name.sh") > "$F/$name.sbatch" 2>&1
 }
 # killed agent on node3
 touch "$D/kill.node3"

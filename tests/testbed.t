@@ -130,7 +130,7 @@ exec mpirun -np 4 --rankfile rankfile --report-bindings --mca btl tcp,self \
   --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
   sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK node=$(hostname)"'
 EOF
-(cd "$jobdir" && timeout 150 sbatch --wait -N4 -w 'node[1-4]' -t 2 -o "$jobdir/out.txt" job.sh) \
+(cd "$jobdir" && tb_sbatch_wait 150 -N4 -w 'node[1-4]' -t 2 -o "$jobdir/out.txt" job.sh) \
   > "$work/sbatch.out" 2>&1
 rc=$?
 placed=0

@@ -71,6 +71,38 @@ tb_wait_for() {
 
 tb_ctl() { "$TB_FABEMU" ctl "$TB_CTL_SOCK" "$@"; }
 
+# tb_sbatch_wait SECONDS SBATCH-ARGS...: what `timeout SECONDS sbatch --wait ARGS` does, without
+# sbatch's own polling, which sleeps 2 s, then up to 10 s, between looks at the job: submit,
+# then ask slurmctld every 0.2 s until the job has ended and its epilogs have run (not
+# COMPLETING). Prints sbatch's lines ("Submitted batch job N"). Exit status as sbatch --wait's:
+# the job's exit code, 1 when it ended otherwise (cancelled, timed out, failed) with code 0;
+# 124 when SECONDS passed first, and the job is then cancelled.
+tb_sbatch_wait() {
+  local seconds=$1 out id line state code
+  shift
+  out=$(sbatch "$@") || { echo "$out"; return 1; }
+  echo "$out"
+  id=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' <<< "$out")
+  [ -n "$id" ] || return 1
+  local end=$((SECONDS + seconds))
+  while :; do
+    line=$(scontrol -o show job "$id" 2>/dev/null)
+    state=$(sed -n 's/.* JobState=\([A-Z_]*\).*/\1/p' <<< "$line")
+    case $state in
+      ""|PENDING|CONFIGURING|RUNNING|COMPLETING|SUSPENDED|REQUEUED|RESIZING) ;;
+      *) break ;;
+    esac
+    if [ $SECONDS -ge $end ]; then
+      scancel "$id" 2>/dev/null
+      return 124
+    fi
+    sleep 0.2
+  done
+  code=$(sed -n 's/.* ExitCode=\([0-9]*\):.*/\1/p' <<< "$line")
+  [ "${code:-1}" -ne 0 ] && return "$code"
+  [ "$state" = COMPLETED ]
+}
+
 # Serialise up/down/status against each other.
 tb_lock() {
   mkdir -p "$TB_STATE"
@@ -162,12 +194,16 @@ tb_teardown() {
     done
   done
   # 2. Processes in the root namespace recorded by pid and start time: slurmctld, the
-  #    emulator, munged if the testbed started it. Reverse order: the emulator goes last but
-  #    one so slurmctld can still say goodbye to the nodes.
+  #    emulator, munged if the testbed started it. The nodes are gone already, so nothing needs
+  #    one of them to outlive another: all are stopped at once (each takes a second or two to
+  #    shut down).
   if [ -f "$TB_STATE/pids" ]; then
-    tac "$TB_STATE/pids" | while read -r name pid st; do
-      tb_stop_pid "$pid" "$st" || tb_log "could not stop $name (pid $pid)"
-    done
+    local stoppers=()
+    while read -r name pid st; do
+      { tb_stop_pid "$pid" "$st" || tb_log "could not stop $name (pid $pid)"; } &
+      stoppers+=($!)
+    done < "$TB_STATE/pids"
+    [ ${#stoppers[@]} -eq 0 ] || wait "${stoppers[@]}"
     rm -f "$TB_STATE/pids"
   fi
   # 3. Namespaces, then any TAP left in the root namespace (normally they vanish with the

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The unit tests and the CLI's shell tests under valgrind memcheck (TAP): zero errors, and that
+# includes reads of uninitialised memory (an output struct a function forgot to initialise
+# passes every other test by the luck of the stack; --track-origins names where it came from)
+# and memory definitely lost.
+#   MEMCHECK=quick (default, in make check): the unit tests that take under 3 s each under
+#                  valgrind and tests/cli.t, about 40 s of CPU
+#   MEMCHECK=full  (make memcheck, CI): every unit test, and tests/cli.t, place.t, anomaly.t,
+#                  epilog.t with every toposcope and toposcope-epilog they start under valgrind
+# A shell test runs against a build directory whose bin/toposcope and bin/toposcope-epilog are
+# wrappers that exec valgrind on the real programs, each process logging to a file of its own;
+# the test must pass as it does without valgrind, and every log must be empty.
+set -u
+cd "$(dirname "$0")/.."
+build=$(cd "${TOPOSCOPE_BUILD:-build}" && pwd)
+set_name=${MEMCHECK:-quick}
+valgrind_opts=(-q --error-exitcode=99 --track-origins=yes --leak-check=full
+               --show-leak-kinds=definite --errors-for-leak-kinds=definite --num-callers=30)
+
+# The quick set: under 3 s each under valgrind on the project's 2-core machine (the slower
+# ones, t_fast, t_topoconf, t_gen, t_infer, t_model, t_fast_irregular, t_allpairs and
+# t_hostlist, take 6 to 33 s and run in the full set).
+quick_units=(t_anomaly t_hints t_hwtree t_links t_place t_pmm t_policy t_probe t_shirai t_sim
+             t_siteconf t_treeyaml t_wire t_metrics)
+quick_shell=(cli)
+full_shell=(cli place anomaly epilog)
+
+case $set_name in
+quick) units=("${quick_units[@]}"); shell=("${quick_shell[@]}") ;;
+full)  units=(); for t in "$build"/tests/t_*.t; do t=${t##*/}; units+=("${t%.t}"); done
+       shell=("${full_shell[@]}") ;;
+*) echo "Bail out! MEMCHECK is quick or full, not '$set_name'"; exit 1 ;;
+esac
+
+command -v valgrind >/dev/null || { echo "Bail out! valgrind is missing (make deps)"; exit 1; }
+tmp=$(mktemp -d /tmp/toposcope-memcheck.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+echo "1..$(( ${#units[@]} + ${#shell[@]} ))"
+n=0 failed=0
+ok() {
+  n=$((n + 1))
+  if [ "$1" -eq 0 ]; then echo "ok $n - $2"
+  else echo "not ok $n - $2"; echo "#   Failed test $n - $2" >&2; failed=$((failed + 1)); fi
+}
+# the first lines of valgrind's reports, as TAP comments on stdout and on stderr (prove -q shows it)
+report() { head -${2:-40} "$1" | sed 's/^/# /' | tee /dev/stderr; }
+
+# ---- unit tests, two at a time ---------------------------------------------------------------
+run_unit() {   # NAME: valgrind on build/tests/NAME.t; its TAP to NAME.out, the verdict to NAME.rc
+  local s=$SECONDS
+  valgrind "${valgrind_opts[@]}" --log-file="$tmp/$1.vg" "$build/tests/$1.t" > "$tmp/$1.out" 2>&1
+  echo "$? $((SECONDS - s))" > "$tmp/$1.rc"
+}
+export -f run_unit
+export build tmp
+declare -p valgrind_opts | sed 's/^declare -a/declare -ga/' > "$tmp/opts.sh"
+printf '%s\n' "${units[@]}" |
+  xargs -P 2 -I{} bash -c '. "$1/opts.sh"; run_unit "$2"' _ "$tmp" {}
+for u in "${units[@]}"; do
+  read -r rc secs < "$tmp/$u.rc" || { rc=x; secs=?; }
+  [ "$rc" = 0 ] && [ ! -s "$tmp/$u.vg" ]
+  ok $? "$u: passes under valgrind, no memory error ($secs s)"
+  if [ "$rc" != 0 ] || [ -s "$tmp/$u.vg" ]; then
+    echo "# exit $rc (99: valgrind found errors)" | tee /dev/stderr
+    [ -s "$tmp/$u.vg" ] && report "$tmp/$u.vg"
+    grep '^not ok' "$tmp/$u.out" | report /dev/stdin 10
+  fi
+done
+
+# ---- the CLI's shell tests, every toposcope process under valgrind ---------------------------
+# A build directory of links to the real one, but for the two programs the tests exercise.
+wrapped=$tmp/build
+mkdir -p "$wrapped/bin" "$tmp/vg"
+for f in "$build"/*; do [ "${f##*/}" = bin ] || ln -s "$f" "$wrapped/${f##*/}"; done
+for f in "$build"/bin/*; do ln -s "$f" "$wrapped/bin/${f##*/}"; done
+for prog in toposcope toposcope-epilog; do
+  rm -f "$wrapped/bin/$prog"
+  {
+    echo '#!/bin/sh'
+    printf 'exec valgrind'
+    printf ' %q' "${valgrind_opts[@]}"
+    printf ' --log-file=%q %q "$@"\n' "$tmp/vg/$prog.%p" "$build/bin/$prog"
+  } > "$wrapped/bin/$prog"
+  chmod +x "$wrapped/bin/$prog"
+done
+for t in "${shell[@]}"; do
+  rm -f "$tmp"/vg/*
+  s=$SECONDS
+  TOPOSCOPE_BUILD=$wrapped bash "tests/$t.t" > "$tmp/$t.out" 2>&1
+  rc=$?
+  runs=$(ls "$tmp"/vg | wc -l)
+  bad=$(find "$tmp/vg" -type f -size +0 | sort)
+  notok=$(grep -c '^not ok' "$tmp/$t.out")
+  [ $rc -eq 0 ] && [ "$notok" -eq 0 ] && [ "$runs" -gt 0 ] && [ -z "$bad" ]
+  ok $? "tests/$t.t passes with its $runs toposcope processes under valgrind, none with a memory error ($((SECONDS - s)) s)"
+  if [ $rc -ne 0 ] || [ "$notok" -ne 0 ] || [ -n "$bad" ]; then
+    grep '^not ok' "$tmp/$t.out" | report /dev/stdin 10
+    for f in $bad; do echo "# ${f##*/}:" | tee /dev/stderr; report "$f" 30; done
+  fi
+done
+exit $((failed > 0))
