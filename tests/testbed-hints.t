@@ -80,7 +80,6 @@ grep -q '^tree_exact: true' "$work/treecmp.out" || cat "$work/treecmp.out" "$TRE
 jobdir=$TB_STATE/jobs/hints-t.$$
 mkdir -p "$jobdir/bin"
 cp "$BIN" "$EXAMPLE" "$jobdir/bin/"
-MPI_MCA="--mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0"
 
 # The program's "rank=R host=H level=L group=G leader=X size=S" lines against hints.yaml.
 sizes_match() {   # OUTPUT HINTS
@@ -117,8 +116,16 @@ cpus_match() {    # OUTPUT HINTS
   [ -s "$work/want" ] && diff "$work/want" "$work/got" > "$work/diff"
 }
 run_job() {   # DIR NODES-OPTIONS... : DIR/job.sh as a batch job, waited for, output in DIR/out.txt
-  local dir=$1; shift
+  local dir=$1 rc; shift
   (cd "$dir" && tb_sbatch_wait 180 "$@" -t 3 -o "$dir/out.txt" job.sh) > "$work/sbatch.out" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] && tb_ompi_init_crashed "$dir/out.txt"; then
+    echo "# a rank died of Open MPI's crash in MPI_Init (tb_ompi_init_crashed); the same job once more"
+    mv "$dir/out.txt" "$dir/out-crashed.txt"
+    (cd "$dir" && tb_sbatch_wait 180 "$@" -t 3 -o "$dir/out.txt" job.sh) > "$work/sbatch.out" 2>&1
+    rc=$?
+  fi
+  return $rc
 }
 
 # ---- 16 ranks, spread: hints.yaml under mpirun ----
@@ -134,8 +141,8 @@ ok $? "hints.yaml: LogP of job and leaf from the agents' tree, l3 null with its 
 grep '^  - {name:' "$out/hints.yaml" | diag
 cat > "$out/job.sh" <<JOB
 #!/bin/bash
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TOPOSCOPE_HINTS=$out/hints.yaml
-exec mpirun -np 16 --rankfile $out/rankfile $MPI_MCA -x TOPOSCOPE_HINTS $jobdir/bin/twolevel_bcast leaf 777
+export $TB_OMPI_ENV TOPOSCOPE_HINTS=$out/hints.yaml
+exec mpirun -np 16 --rankfile $out/rankfile -x TOPOSCOPE_HINTS $jobdir/bin/twolevel_bcast leaf 777
 JOB
 run_job "$out" -N8 --ntasks-per-node=2
 rc=$?
@@ -162,7 +169,7 @@ cpus_match "$out/out.txt" "$out/hints.yaml"; ok $? "mpirun: every rank may run o
 mv "$out/out.txt" "$out/mpirun-out.txt"
 cat > "$out/job.sh" <<JOB
 #!/bin/bash
-export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0 SLURM_HOSTFILE=$out/hostfile
+export $TB_OMPI_ENV SLURM_HOSTFILE=$out/hostfile
 unset TOPOSCOPE_HINTS
 exec srun --mpi=pmix -n 16 -m arbitrary $jobdir/bin/toposcope hints --hints $out/hints.yaml \
   --exec $jobdir/bin/twolevel_bcast leaf 778
@@ -186,8 +193,8 @@ ok $? "toposcope place --policy compact --cpus-per-rank 2: 8 ranks of 2 cores"
 [ "$(grep -c ' slot=0:0-1$' "$out/rankfile")" -eq 8 ]; ok $? "every rankfile line asks for slot=0:0-1"
 cat > "$out/job.sh" <<JOB
 #!/bin/bash
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TOPOSCOPE_HINTS=$out/hints.yaml
-exec mpirun -np 8 --rankfile $out/rankfile --report-bindings $MPI_MCA -x TOPOSCOPE_HINTS \
+export $TB_OMPI_ENV TOPOSCOPE_HINTS=$out/hints.yaml
+exec mpirun -np 8 --rankfile $out/rankfile --report-bindings -x TOPOSCOPE_HINTS \
   $jobdir/bin/twolevel_bcast node 779
 JOB
 run_job "$out" -N8 --ntasks-per-node=1 --cpus-per-task=2

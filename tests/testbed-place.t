@@ -28,12 +28,11 @@ check_policy() {   # POLICY
   local placed=$?
   ok $placed "toposcope place --policy $policy: 16 ranks on 8 nodes of this machine's cores"
   [ $placed -eq 0 ] || diag < "$work/place.out"
-  cat > "$out/job.sh" <<'EOF'
+  cat > "$out/job.sh" <<EOF
 #!/bin/bash
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-exec mpirun -np 16 --rankfile rankfile --report-bindings --mca btl tcp,self \
-  --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
-  sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK node=$(hostname)"'
+export $TB_OMPI_ENV
+exec mpirun -np 16 --rankfile rankfile --report-bindings \
+  sh -c 'echo "rank=\$OMPI_COMM_WORLD_RANK node=\$(hostname)"'
 EOF
   (cd "$out" && tb_sbatch_wait 150 -N8 --ntasks-per-node=2 -t 2 -o "$out/out.txt" job.sh) > "$work/sbatch.out" 2>&1
   local rc=$? bad=0

@@ -101,7 +101,7 @@ ok $? "srun --help lists --topo-aware=[POLICY]"
 
 no_drain() { ! SLURM_CONF=$TB_CONF sinfo -h -N -o '%N %t' | grep -Eq 'drain|drng|down|fail'; }
 jobid_of() { sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$1"; }
-MCA_ENV="export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0"
+MCA_ENV="export $TB_OMPI_ENV"
 
 # ---- no option: nothing happens ----
 srun_times > "$work/plain.ms"
@@ -172,7 +172,7 @@ changes=$(awk 'NR > 1 && $1 != prev { c++ } { prev = $1 } END { print c + 0 }' "
 ok $? "consecutive ranks share a leaf switch of the fabric file (one change in 16 ranks: $(paste -sd' ' "$J/leaves.txt"))"
 grep -q '^twolevel_bcast: level leaf, 2 groups, 16 of 16 ranks got 777' "$J/out.txt"
 ok $? "the two-level broadcast over the leaf groups reaches all 16 ranks"
-sleep 1
+# (tb_sbatch_wait returns once the job is no longer COMPLETING, i.e. its epilogs have run)
 [ ! -e "$D/spool/node1/$job" ] && [ ! -e "$D/spool/node8/$job" ]
 ok $? "the epilog removed the job's spool directories"
 

@@ -123,12 +123,11 @@ rank 1=node3 slot=0
 rank 2=node2 slot=1
 rank 3=node1 slot=0
 EOF
-cat > "$jobdir/job.sh" <<'EOF'
+cat > "$jobdir/job.sh" <<EOF
 #!/bin/bash
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-exec mpirun -np 4 --rankfile rankfile --report-bindings --mca btl tcp,self \
-  --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
-  sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK node=$(hostname)"'
+export $TB_OMPI_ENV
+exec mpirun -np 4 --rankfile rankfile --report-bindings \
+  sh -c 'echo "rank=\$OMPI_COMM_WORLD_RANK node=\$(hostname)"'
 EOF
 (cd "$jobdir" && tb_sbatch_wait 150 -N4 -w 'node[1-4]' -t 2 -o "$jobdir/out.txt" job.sh) \
   > "$work/sbatch.out" 2>&1

@@ -96,6 +96,19 @@ compare() {
 # emulator's delays, both 10% unless set, and the stacks' overhead the job's pairs show is
 # between 0 and HOST_MAX_US (400: more, or less than 0, is a clock or matching fault in the
 # probes, not load). Two "ok" lines; the comparison in $work/cmp.out.
+#
+# How often these bounds fail a job that works, measured with tests/testbed/accuracy (prolog-mode
+# jobs back to back on an otherwise idle machine, 2026-11-24): etc/demo 30 jobs, fabric16-2level
+# 40, fabric16 40. Every tree exact, no estimate past 10% in any of the 110. Worst uplink error
+# per job, median and largest: 0.3% and 1.4%, 3.0% and 3.8%, 3.6% and 7.0%; worst access link:
+# 3.7% and 7.3%, 3.1% and 5.5%, 3.7% and 7.3%. 0 of 110 puts the rate of one job past a bound
+# below 2.7% (95% upper limit); a check fails only when a second job is past it too
+# (links_past), so below 0.07% per check. The 90% intervals of links.yaml are not the
+# criterion: on average they held the truth for 73%, 45% and 47% of the links (they carry the
+# sampling noise only, not the testbed's load drifting between rounds), so a coverage test
+# would fail working jobs. Under heavy load from other work (two valgrind runs beside the
+# testbed) one 16-node job in a few dozen got a spurious pod (an uplink estimated below zero):
+# the tree check has no second job, and make check runs the testbed tests alone.
 check_result() {
   local dir=$1 fabric=$2 label=$3 rc
   compare "$dir" "$fabric" > "$work/cmp.out" 2>&1

@@ -2,7 +2,8 @@
  * the nodes the tree holds), and how far is each links.yaml estimate from the delay the
  * emulator was configured with?
  *   toposcope-treecmp [--host-us H] [--pairs PAIRS.yaml] FABRIC PARAMS TREE.yaml LINKS.yaml
- * prints tree_exact, then one line per link (est_us, truth_us, rel_err) and rel_err_max.
+ * prints tree_exact, then one line per link (est_us, truth_us, rel_err, and the estimate's 90%
+ * interval lo_us..hi_us) and rel_err_max.
  * Truth: the one-way link delays realized from the fabric and params exactly as the emulator
  * realizes them (fabric seed 0). The emulator adds no host overhead, the nodes' stacks do:
  * H is what they add to a round trip, measured on the testbed, and an access link's truth is
@@ -193,6 +194,12 @@ int main(int argc, char **argv)
         res.link[k].nmembers = set.first[k + 1] - set.first[k];
         res.link[k].est_us = NAN;
     }
+    /* each estimate's 90% interval, printed beside it for tests that ask whether it holds the truth */
+    double *lo = malloc(sizeof(double) * ((size_t)set.nlinks + 1)), *hi = malloc(sizeof(double) * ((size_t)set.nlinks + 1));
+    if (!lo || !hi)
+        return 2;
+    for (int k = 0; k < set.nlinks; k++)
+        lo[k] = hi[k] = NAN;
     FILE *f = fopen(argv[4], "r");
     if (!f) {
         perror(argv[4]);
@@ -213,7 +220,13 @@ int main(int argc, char **argv)
         int v = ts_fabric_find(&tree, name);
         if (v == TS_NONE || set.of_vertex[v] == TS_NONE)
             continue;
-        res.link[set.of_vertex[v]].est_us = strtod(e + 8, NULL);
+        int k = set.of_vertex[v];
+        res.link[k].est_us = strtod(e + 8, NULL);
+        const char *l_lo = strstr(line, "lo_us: "), *l_hi = strstr(line, "hi_us: ");
+        if (l_lo && l_hi) {
+            lo[k] = strtod(l_lo + 7, NULL);
+            hi[k] = strtod(l_hi + 7, NULL);
+        }
     }
     fclose(f);
     ts_link_truth lt;
@@ -224,11 +237,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < res.nlinks; k++) {
         double est = res.link[k].est_us, tru = lt.truth_us[k];
         double rel = isfinite(est) && tru > 0 ? fabs(est - tru) / tru : 99.0;   /* no estimate: fails any bound */
-        printf("link %s est_us %.1f truth_us %.1f rel_err %.4f\n",
-               tree.v[set.members[set.first[k]]].name, est, tru, rel);
+        printf("link %s est_us %.1f truth_us %.1f rel_err %.4f lo_us %.1f hi_us %.1f\n",
+               tree.v[set.members[set.first[k]]].name, est, tru, rel, lo[k], hi[k]);
         worst = fmax(worst, rel);
         compared++;
     }
     printf("links: %d\nrel_err_max: %.4f\n", compared, worst);
+    free(lo);
+    free(hi);
     return 0;
 }
