@@ -32,6 +32,7 @@ statuses() {  # JOB NODELIST -> "node:status" per node
 # the stacks' delays are skewed, so a median would stand below what the agents' estimate
 # holds) minus the emulator's configured path delay there and back. The median over the pairs,
 # in µs. An access link's truth is its delay + a quarter of this.
+udp_listening() { ip netns exec "$1" ss -Huln "sport = :$2" | grep -q .; }   # NAMESPACE PORT
 host_overhead() {   # PORT PAIRS... (A:B)
   local port=$1 pair a b i=0 vals=() cpids=() spids=()
   shift
@@ -44,7 +45,11 @@ host_overhead() {   # PORT PAIRS... (A:B)
     spids+=($!)
     i=$((i + 1))
   done
-  sleep 0.3
+  i=0
+  for pair in "$@"; do     # each server listening before its client's first probe
+    tb_wait_for 5 udp_listening "$(tb_ns "${pair#*:}")" $((port + i))
+    i=$((i + 1))
+  done
   i=0
   for pair in "$@"; do
     a=${pair%:*} b=${pair#*:}
