@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 bin=${TOPOSCOPE_BUILD:-build}/bin/toposcope
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+. tests/tap.sh
 policy=bench/anomaly-ethernet.yaml
 first_link() { awk -F'"' '/^  - \{link:/ {print $2; exit}' "$1"; }
 nflags() { grep -c '^  - {link:' "$1"; }
@@ -79,5 +78,4 @@ mkdir -p "$tmp/empty"
 "$bin" sim --fabric "$tmp/ft8.conf" --baseline "$tmp/empty" --out "$tmp/x" 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "no earlier run" "$tmp/err"; ok $? "a directory without runs is refused (exit $rc)"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end

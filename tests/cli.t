@@ -6,8 +6,7 @@ cd "$(dirname "$0")/.."
 bin=${TOPOSCOPE_BUILD:-build}/bin/toposcope
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+. tests/tap.sh
 field() { awk -v k="$1:" '$1==k {print $2}' "$2"; }
 
 "$bin" --help > "$tmp/help" 2>&1; ok $? "toposcope --help"
@@ -96,5 +95,4 @@ grep -q "bad_unknown_key.yaml:[0-9]*:[0-9]*:" "$tmp/err"; ok $? "and names FILE:
 "$bin" sim --fabric "$tmp/ft8.conf" --seed -3 --out "$tmp/x" > "$tmp/err" 2>&1
 [ $? -eq 2 ]; ok $? "a negative seed is refused"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end

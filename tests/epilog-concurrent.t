@@ -11,8 +11,7 @@ epilog=$build/bin/toposcope-epilog
 writers=${WRITERS:-16} per=${PER_WRITER:-200}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+. tests/tap.sh
 
 "$bin" gen --fat-tree 4 --seed 1 > "$tmp/ft4.conf"
 "$bin" sim --fabric "$tmp/ft4.conf" --seed 1 --out "$tmp/sim" > /dev/null
@@ -53,5 +52,4 @@ ok $? "the report parses all $want records, skips none"
 users=$(grep -h '^user:' "$tmp/rec"/job-77*.yaml | sort -u | wc -l)
 [ "$users" -eq "$writers" ]; ok $? "each job-77 record is its own writer's ($users distinct)"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end

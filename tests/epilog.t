@@ -12,8 +12,7 @@ bin=$build/bin/toposcope
 epilog=$build/bin/toposcope-epilog
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+. tests/tap.sh
 policy=bench/anomaly-ethernet.yaml
 
 "$bin" gen --fat-tree 8 --seed 3 > "$tmp/ft8.conf"
@@ -201,5 +200,4 @@ ok $? "--no-actions records but runs no scontrol"
 "$bin" report --records "$tmp/rec" --since 7x 2> "$tmp/err"; [ $? -eq 2 ]; ok $? "--since 7x is refused"
 ls -a "$tmp/rec" | grep -q '^\.tmp-' ; [ $? -ne 0 ]; ok $? "no temporary file left behind"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end

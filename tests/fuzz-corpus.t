@@ -4,6 +4,7 @@
 # a parser regression on any input that ever mattered without needing a fuzzing run.
 set -u
 cd "$(dirname "$0")/.."
+. tests/tap.sh
 
 CC=${CC:-cc}
 FLAGS=(-std=c11 -D_GNU_SOURCE -Ilib -Iprolog -O0 -g -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -15,7 +16,7 @@ work=$(mktemp -d /tmp/fuzz-corpus.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 targets=(tests/fuzz/fuzz_*.c)
-echo "1..$(( ${#targets[@]} + 1 ))"
+tap_plan $(( ${#targets[@]} + 1 ))
 
 # lib/ once, two compilers at a time; the -O0 build keeps this well under the time budget
 mkdir -p "$work/obj"
@@ -23,37 +24,33 @@ mkdir -p "$work/obj"
 if printf '%s\n' lib/*.c prolog/wire.c tests/fuzz/replay_main.c |
      xargs -P 2 -I{} sh -c 'obj="$1/$(echo "$2" | tr / _).o" src="$2"; shift 2; exec "$@" -c "$src" -o "$obj"' \
        _ "$work/obj" {} "$CC" "${FLAGS[@]}" 2> "$work/build.log"; then
-  echo "ok 1 - lib/ and the replay driver build with sanitizers"
+  ok 0 "lib/ and the replay driver build with sanitizers"
 else
-  echo "not ok 1 - lib/ and the replay driver build with sanitizers"
-  sed 's/^/# /' "$work/build.log" | head -40
-  n=1
-  for t in "${targets[@]}"; do n=$((n + 1)); echo "not ok $n - $(basename "$t" .c): not built"; done
-  exit 1
+  ok 1 "lib/ and the replay driver build with sanitizers"
+  head -40 "$work/build.log" | diag
+  for t in "${targets[@]}"; do ok 1 "$(basename "$t" .c): not built"; done
+  tap_end
 fi
 
-n=1
 for src in "${targets[@]}"; do
-  n=$((n + 1))
   name=$(basename "$src" .c)
   corpus=tests/fuzz/corpus/$name
   bin=$work/$name
   if ! "$CC" "${FLAGS[@]}" -o "$bin" "$src" "$work"/obj/*.o -lyaml -lhwloc -lsodium -lm 2> "$work/$name.log"; then
-    echo "not ok $n - $name builds"
-    sed 's/^/# /' "$work/$name.log" | head -20
+    ok 1 "$name builds"
+    head -20 "$work/$name.log" | diag
     continue
   fi
   files=$(find "$corpus" -type f 2>/dev/null | wc -l)
   if [ "$files" -eq 0 ]; then
-    echo "not ok $n - $name has a seed corpus in $corpus"
+    ok 1 "$name has a seed corpus in $corpus"
     continue
   fi
-  if find "$corpus" -type f -print0 | sort -z | xargs -0 "$bin" > "$work/$name.out" 2>&1; then
-    echo "ok $n - $name replays $files corpus files"
-  else
-    echo "not ok $n - $name replays $files corpus files"
+  find "$corpus" -type f -print0 | sort -z | xargs -0 "$bin" > "$work/$name.out" 2>&1
+  ok $? "$name replays $files corpus files"
+  [ "$tap_last_failed" = 0 ] ||
     awk '/^replaying /{ last = $0; next }
          !shown && /ERROR|runtime error|abort|SUMMARY/ { print last; shown = 1 }
-         shown && n++ < 25' "$work/$name.out" | sed 's/^/# /'
-  fi
+         shown && n++ < 25' "$work/$name.out" | diag
 done
+tap_end

@@ -11,8 +11,7 @@ cd "$(dirname "$0")/.."
 build=${TOPOSCOPE_BUILD:-build}
 bin=$build/bin/toposcope
 example=$build/bin/twolevel_bcast
-n=0
-ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. tests/tap.sh
 diag() { sed 's/^/# /'; }
 
 if ! command -v "${MPICC:-mpicc}" > /dev/null; then
@@ -115,4 +114,4 @@ printf 'SwitchName=sw Nodes=not-%s\n' "$host" > "$tmp/other.conf"
 TOPOSCOPE_HINTS=$tmp/o/hints.yaml mpi -np 2 -x TOPOSCOPE_HINTS "$example" > "$tmp/out" 2> "$tmp/err"
 [ $? -ne 0 ] && grep -q "puts rank 0 on not-$host, but it runs on $host: start mpirun with the rankfile" "$tmp/err"
 ok $? "hints that put the rank on another host are refused"
-echo "1..$n"
+tap_end

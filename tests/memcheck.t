@@ -12,6 +12,7 @@
 # the test must pass as it does without valgrind, and every log must be empty.
 set -u
 cd "$(dirname "$0")/.."
+. tests/tap.sh
 build=$(cd "${TOPOSCOPE_BUILD:-build}" && pwd)
 set_name=${MEMCHECK:-quick}
 valgrind_opts=(-q --error-exitcode=99 --track-origins=yes --leak-check=full
@@ -29,21 +30,13 @@ case $set_name in
 quick) units=("${quick_units[@]}"); shell=("${quick_shell[@]}") ;;
 full)  units=(); for t in "$build"/tests/t_*.t; do t=${t##*/}; units+=("${t%.t}"); done
        shell=("${full_shell[@]}") ;;
-*) echo "Bail out! MEMCHECK is quick or full, not '$set_name'"; exit 1 ;;
+*) bail_out "MEMCHECK is quick or full, not '$set_name'" ;;
 esac
 
-command -v valgrind >/dev/null || { echo "Bail out! valgrind is missing (make deps)"; exit 1; }
+command -v valgrind >/dev/null || bail_out "valgrind is missing (make deps)"
 tmp=$(mktemp -d /tmp/toposcope-memcheck.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-echo "1..$(( ${#units[@]} + ${#shell[@]} ))"
-n=0 failed=0
-ok() {
-  n=$((n + 1))
-  if [ "$1" -eq 0 ]; then echo "ok $n - $2"
-  else echo "not ok $n - $2"; echo "#   Failed test $n - $2" >&2; failed=$((failed + 1)); fi
-}
-# the first lines of valgrind's reports, as TAP comments on stdout and on stderr (prove -q shows it)
-report() { head -${2:-40} "$1" | sed 's/^/# /' | tee /dev/stderr; }
+tap_plan $(( ${#units[@]} + ${#shell[@]} ))
 
 # ---- unit tests, two at a time ---------------------------------------------------------------
 run_unit() {   # NAME: valgrind on build/tests/NAME.t; its TAP to NAME.out, the verdict to NAME.rc
@@ -61,9 +54,7 @@ for u in "${units[@]}"; do
   [ "$rc" = 0 ] && [ ! -s "$tmp/$u.vg" ]
   ok $? "$u: passes under valgrind, no memory error ($secs s)"
   if [ "$rc" != 0 ] || [ -s "$tmp/$u.vg" ]; then
-    echo "# exit $rc (99: valgrind found errors)" | tee /dev/stderr
-    [ -s "$tmp/$u.vg" ] && report "$tmp/$u.vg"
-    grep '^not ok' "$tmp/$u.out" | report /dev/stdin 10
+    { echo "exit $rc (99: valgrind found errors)"; head -40 "$tmp/$u.vg"; grep '^not ok' "$tmp/$u.out" | head -10; } | diag
   fi
 done
 
@@ -94,8 +85,7 @@ for t in "${shell[@]}"; do
   [ $rc -eq 0 ] && [ "$notok" -eq 0 ] && [ "$runs" -gt 0 ] && [ -z "$bad" ]
   ok $? "tests/$t.t passes with its $runs toposcope processes under valgrind, none with a memory error ($((SECONDS - s)) s)"
   if [ $rc -ne 0 ] || [ "$notok" -ne 0 ] || [ -n "$bad" ]; then
-    grep '^not ok' "$tmp/$t.out" | report /dev/stdin 10
-    for f in $bad; do echo "# ${f##*/}:" | tee /dev/stderr; report "$f" 30; done
+    { grep '^not ok' "$tmp/$t.out" | head -10; for f in $bad; do echo "${f##*/}:"; head -30 "$f"; done; } | diag
   fi
 done
-exit $((failed > 0))
+tap_end

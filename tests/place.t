@@ -7,8 +7,7 @@ cd "$(dirname "$0")/.."
 bin=${TOPOSCOPE_BUILD:-build}/bin/toposcope
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n+1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. tests/tap.sh
 
 tree=tests/data/place/tree.yaml          # 8 nodes, inferred by toposcope sim on etc/demo
 xml=tests/data/hwloc/2pack-2numa-8core-ht.xml
@@ -110,4 +109,4 @@ check_refusal "a broken hwloc XML" "not-xml.xml" --tree $tree --hwloc-xml tests/
 check_refusal "a CPU list matching no core" "none of the 32 cores" --tree $tree --hwloc-xml $xml --cpuset 200-300 --policy compact
 check_refusal "--ranks 0" "--ranks must be" --tree $tree --hwloc-xml $xml --policy compact --ranks 0
 check_refusal "both hwloc options" "not both" --tree $tree --hwloc-xml $xml --hwloc-dir "$tmp/hw" --policy compact
-echo "1..$n"
+tap_end

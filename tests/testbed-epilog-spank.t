@@ -78,3 +78,4 @@ anomalies "$after" | diag
 left=$(find "$D/spool" -mindepth 2 -maxdepth 2 2>/dev/null | wc -l)
 [ "$left" -eq 0 ]; ok $? "no job spool directory left on any node ($left)"
 [ "$(ls -A "$D/records" | grep -c '^\.')" -eq 0 ]; ok $? "no temporary file left in the records directory"
+tap_end

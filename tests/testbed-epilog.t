@@ -82,3 +82,4 @@ ok $? "after clear, a new job's record no longer names node3"
 anomalies 621 | diag
 grep -q "nodes whose measured leaf switch differs from topology.conf: 0" "$work/r1"
 ok $? "the measured leaf groups agree with topology.conf"
+tap_end

@@ -55,3 +55,4 @@ rm -rf "$jobdir"
 
 timeout 120 "$TB_DIR/down" > "$work/down.out" 2>&1
 ok $? "down"
+tap_end

@@ -308,3 +308,4 @@ ok $? "16 nodes: the prolog adds $(paste -sd' ' "$work/t16.ms") ms per job (slow
 
 timeout 120 "$TB_DIR/down" > "$work/down.out" 2>&1
 ok $? "down"
+tap_end

@@ -163,4 +163,4 @@ ok $? "down leaves none of the testbed's processes ${alive:+(alive:$alive)}"
 ok $? "down leaves no /etc/hosts line"
 timeout 60 "$TB_DIR/down" > "$work/down2.out" 2>&1
 ok $? "down is safe to run twice"
-[ $tb_tap_failed -eq 0 ]
+tap_end

@@ -154,8 +154,7 @@ tb_test_up() {
   ok $rc "$what"
   if [ $rc -ne 0 ]; then
     diag < "$work/up.out"
-    echo "Bail out! the testbed did not come up"
-    exit 1
+    bail_out "the testbed did not come up"
   fi
 }
 
@@ -239,42 +238,18 @@ tb_teardown() {
   rm -rf "$TB_STATE/run" "$TB_STATE/slurmctld" "$TB_STATE/slurmd" "$TB_STATE/fingerprint"
 }
 
-# TAP for the testbed tests (tests/testbed*.t): the plan and the bail-outs every one starts
-# with (root; the programs it runs, HINT saying how to build them), then ok STATUS DESCRIPTION
-# and diag (stdin as comment lines). tb_tap_ran and tb_tap_failed count. A failed check and
-# the diag lines that follow it go to stderr as well, as Test::More does: prove without -v
-# (make check, CI) then shows why it failed, not only its number.
-tb_tap_ran=0 tb_tap_failed=0 tb_tap_last_failed=0
-ok() {      # COND-STATUS DESCRIPTION
-  tb_tap_ran=$((tb_tap_ran + 1))
-  if [ "$1" -eq 0 ]; then
-    echo "ok $tb_tap_ran - $2"
-    tb_tap_last_failed=0
-  else
-    echo "not ok $tb_tap_ran - $2"
-    echo "#   Failed test $tb_tap_ran - $2 (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-    tb_tap_failed=$((tb_tap_failed + 1))
-    tb_tap_last_failed=1
-  fi
-}
-diag() {
-  if [ "$tb_tap_last_failed" = 1 ]; then
-    awk '{ print "# " $0; print "# " $0 > "/dev/stderr" }'
-  else
-    sed 's/^/# /'
-  fi
-}
+# TAP for the testbed tests (tests/testbed*.t): tests/tap.sh's ok, diag and tap_end, and the
+# plan and bail-outs every one starts with (root; the programs it runs, HINT saying how to
+# build them).
+. "$TB_REPO/tests/tap.sh"
 
 tb_tap_begin() {   # PLAN HINT PROGRAM...
   local plan=$1 hint=$2 bin
   shift 2
-  echo "1..$plan"
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "Bail out! the testbed needs root (namespaces, TAP devices, daemons)"
-    exit 1
-  fi
+  tap_plan "$plan"
+  [ "$(id -u)" -eq 0 ] || bail_out "the testbed needs root (namespaces, TAP devices, daemons)"
   for bin in "$@"; do
-    [ -x "$bin" ] || { echo "Bail out! $bin is missing ($hint)"; exit 1; }
+    [ -x "$bin" ] || bail_out "$bin is missing ($hint)"
   done
 }
 

@@ -1,0 +1,45 @@
+# tests/tap.sh — the TAP harness every shell test sources (tests/*.t directly, the testbed's
+# through tests/testbed/lib.sh). Sourced, not run.
+#   tap_plan N            the plan, first; a test that cannot know it calls tap_end without it
+#   ok STATUS TEXT        "ok K - TEXT" when STATUS is 0, else "not ok K - TEXT", and then the
+#                         line on stderr as well, with what diag prints after it: prove without
+#                         -v (make check, CI) shows why a check failed, not only its number
+#   diag                  standard input as "# " comment lines
+#   bail_out TEXT         "Bail out! TEXT" and exit 1: the test cannot go on at all
+#   tap_end               the plan if tap_plan was not called (else a comment when the count
+#                         differs), then exit: 0 when every check passed
+tap_ran=0 tap_failed=0 tap_last_failed=0 tap_planned=
+
+tap_plan() { tap_planned=$1; echo "1..$1"; }
+
+ok() {
+  tap_ran=$((tap_ran + 1))
+  if [ "$1" -eq 0 ]; then
+    echo "ok $tap_ran - $2"
+    tap_last_failed=0
+  else
+    echo "not ok $tap_ran - $2"
+    echo "#   Failed test $tap_ran - $2 (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+    tap_failed=$((tap_failed + 1))
+    tap_last_failed=1
+  fi
+}
+
+diag() {
+  if [ "$tap_last_failed" = 1 ]; then
+    awk '{ print "# " $0; print "# " $0 > "/dev/stderr" }'
+  else
+    sed 's/^/# /'
+  fi
+}
+
+bail_out() { echo "Bail out! $*"; exit 1; }
+
+tap_end() {
+  if [ -z "$tap_planned" ]; then
+    echo "1..$tap_ran"
+  elif [ "$tap_ran" -ne "$tap_planned" ]; then
+    echo "# planned $tap_planned tests, ran $tap_ran"
+  fi
+  exit $((tap_failed > 0))
+}
