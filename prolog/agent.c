@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sodium.h>
 #include "agent.h"
+#include "toposcope/emit.h"
 #include "toposcope/fabric.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/measure.h"
@@ -236,21 +237,6 @@ static int spool_write(const agent_config *c, int dirfd, const char *name, const
 }
 
 /* ---- status.yaml ---- */
-
-static void yaml_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            fprintf(f, "\\x%02x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
 
 static void yaml_counters(FILE *f, const char *key, const wire_counters *w)
 {
@@ -561,7 +547,7 @@ static char *own_status_section(const worker *w)
     if (!f)
         return NULL;
     fprintf(f, "# this agent\nnode: ");
-    yaml_str(f, w->c->names[w->c->self]);
+    ts_emit_yaml_string(f, w->c->names[w->c->self]);
     fprintf(f, "\nagent_ms: %.1f\n", (now_us() - w->t0) / 1e3);
     yaml_counters(f, "wire", &w->cnt);
     if (ferror(f) | fclose(f)) {
@@ -637,13 +623,13 @@ static int worker_fallback(worker *w, const char *reason, ts_error *err)
         fprintf(m, "# toposcope job status, written by the node agents\njob: %u\nmode: %s\n", c->job,
                 c->mode);
         fprintf(m, "status: fallback\nreason: ");
-        yaml_str(m, reason);
+        ts_emit_yaml_string(m, reason);
         fprintf(m, "\nleader: ");
-        yaml_str(m, c->names[0]);
+        ts_emit_yaml_string(m, c->names[0]);
         fprintf(m, "\nnodes: %d\nmeasured_nodes: 0\nunreachable: [", c->nnodes);
         for (int i = 0; i < c->nnodes; i++) {
             fputs(i ? ", " : "", m);
-            yaml_str(m, c->names[i]);
+            ts_emit_yaml_string(m, c->names[i]);
         }
         fprintf(m, "]\nfallback_order: hostlist\n");
         if (ferror(m) | fclose(m)) {
@@ -1206,16 +1192,16 @@ static void leader_status(leader *L, const ts_measure *m, int measured, const ch
     const agent_config *c = L->c;
     fprintf(f, "# toposcope job status, written by the node agents\njob: %u\nmode: %s\n", c->job, c->mode);
     fprintf(f, "status: %s\nreason: ", status);
-    yaml_str(f, reason);
+    ts_emit_yaml_string(f, reason);
     fprintf(f, "\nleader: ");
-    yaml_str(f, c->names[0]);
+    ts_emit_yaml_string(f, c->names[0]);
     fprintf(f, "\nnodes: %d\nmeasured_nodes: %d\nunreachable: [", c->nnodes, measured);
     int first = 1;
     for (int i = 0; i < c->nnodes; i++) {
         int in_tree = m && ts_fabric_find(&m->tree, c->names[i]) != TS_NONE;
         if (!in_tree) {
             fputs(first ? "" : ", ", f);
-            yaml_str(f, c->names[i]);
+            ts_emit_yaml_string(f, c->names[i]);
             first = 0;
         }
     }
