@@ -12,6 +12,7 @@
 #include "toposcope/hier.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/hwtree.h"
+#include "toposcope/jobplace.h"
 #include "toposcope/measure.h"
 #include "toposcope/model.h"
 #include "toposcope/place.h"
@@ -256,13 +257,12 @@ int place_job_run(const place_job_request *r, const char *load_error, ts_error *
     ts_fabric tree;
     ts_model_params params;
     job_hw hw = {0};
-    ts_hierarchy h = {0};
-    ts_placement pl = {0};
-    ts_groups g = {0};
+    ts_job_placement jp;
     char path[4096];
     int rc;
     ts_fabric_init(&tree);
     memset(&params, 0, sizeof params);
+    memset(&jp, 0, sizeof jp);
     snprintf(path, sizeof path, "%s/%u/tree.yaml", r->spool_parent, r->job);
     if (load_error)
         rc = ts_fail(err, TS_EINPUT, "%s", load_error);
@@ -274,27 +274,23 @@ int place_job_run(const place_job_request *r, const char *load_error, ts_error *
         rc = job_hw_load(&hw, &tree, r, err);
     ts_place_options po = {r->ntasks, 0};
     if (rc == TS_OK && (rc = ts_model_params_profile(&params, "ethernet", err)) == TS_OK &&
-        (rc = ts_hierarchy_build(&h, &tree, hw.of_node, err)) == TS_OK &&
-        (rc = ts_place(&h, &policy, &po, &pl, err)) == TS_OK &&
-        (rc = ts_groups_compute(&g, &h, &pl, err)) == TS_OK &&
-        (rc = ts_groups_logp(&g, &h, &params, err)) == TS_OK)
-        rc = write_outputs(r, dirfd, &h, &pl, &g, &policy, err);
+        (rc = ts_place_job(&jp, &tree, hw.of_node, &policy, &po, &params, err)) == TS_OK)
+        rc = write_outputs(r, dirfd, &jp.hier, &jp.placement, &jp.groups, &policy, err);
     ts_error serr;
     char why[TS_ERROR_TEXT_MAX + 64];
     if (rc == TS_OK)
-        snprintf(why, sizeof why, "%d ranks on %d nodes (policy %s, %s)", pl.nranks, h.nnodes,
+        snprintf(why, sizeof why, "%d ranks on %d nodes (policy %s, %s)", jp.placement.nranks, jp.hier.nnodes,
                  policy.name, ts_placement_kind_name(policy.kind));
     else
         snprintf(why, sizeof why, "%s", err->text);
-    int src = status_append(r, dirfd, rc != TS_OK ? "failed" : pl.nranks ? "placed" : "none",
-                            r->policy, rc == TS_OK && pl.nranks && policy.export_mca, why, &serr);
+    int nranks = jp.placement.nranks;
+    int src = status_append(r, dirfd, rc != TS_OK ? "failed" : nranks ? "placed" : "none",
+                            r->policy, rc == TS_OK && nranks && policy.export_mca, why, &serr);
     if (src != TS_OK && rc == TS_OK) {
         *err = serr;
         rc = src;
     }
-    ts_groups_free(&g);
-    ts_placement_free(&pl);
-    ts_hierarchy_free(&h);
+    ts_job_placement_free(&jp);
     job_hw_free(&hw);
     ts_fabric_free(&tree);
     ts_model_params_free(&params);

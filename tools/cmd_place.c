@@ -15,6 +15,7 @@
 #include "toposcope/groups.h"
 #include "toposcope/hier.h"
 #include "toposcope/hwtree.h"
+#include "toposcope/jobplace.h"
 #include "toposcope/model.h"
 #include "toposcope/place.h"
 #include "toposcope/policy.h"
@@ -424,9 +425,11 @@ int cmd_place(int argc, char **argv)
     ts_fabric tree;
     ts_model_params params;
     hw_set hw = { 0 };
-    ts_hierarchy h = { 0 };
-    ts_placement pl = { 0 };
-    ts_groups g = { 0 };
+    ts_job_placement jp;
+    memset(&jp, 0, sizeof jp);
+    ts_hierarchy *h = &jp.hier;
+    ts_placement *pl = &jp.placement;
+    ts_groups *g = &jp.groups;
     outputs w;
     const char *dirs[4];
     int status = CLI_FAIL;
@@ -455,16 +458,13 @@ int cmd_place(int argc, char **argv)
         goto out;
     status = CLI_FAIL;
     ts_place_options po = { o.ranks, o.cpus_per_rank };
-    if ((rc = ts_hierarchy_build(&h, &tree, hw.of_node, &err)) != TS_OK ||
-        (rc = ts_place(&h, &policy, &po, &pl, &err)) != TS_OK ||
-        (rc = ts_groups_compute(&g, &h, &pl, &err)) != TS_OK ||
-        (rc = ts_groups_logp(&g, &h, &params, &err)) != TS_OK) {
+    if ((rc = ts_place_job(&jp, &tree, hw.of_node, &policy, &po, &params, &err)) != TS_OK) {
         cli_error("place", "%s", err.text);
         status = status_of(rc);
         goto out;
     }
-    if (policy.kind != TS_PLACE_MEASURE_ONLY && o.env_rank >= pl.nranks) {
-        cli_error("place", "--env-rank %d: there are only %d ranks", o.env_rank, pl.nranks);
+    if (policy.kind != TS_PLACE_MEASURE_ONLY && o.env_rank >= pl->nranks) {
+        cli_error("place", "--env-rank %d: there are only %d ranks", o.env_rank, pl->nranks);
         status = CLI_USAGE;
         goto out;
     }
@@ -472,21 +472,19 @@ int cmd_place(int argc, char **argv)
         cli_error("place", "cannot create %s: %s", o.out, strerror(errno));
         goto out;
     }
-    placed P = { &tree, &h, &pl, &g, &policy };
+    placed P = { &tree, h, pl, g, &policy };
     if (write_outputs(&o, &w, &P) != 0)
         goto out;
-    if (pl.nranks > 0)
-        printf("placed %d ranks on %d of %d nodes (policy %s, %s, %d slots) -> %s\n", pl.nranks,
-               g.level[ts_groups_level(&g, "node")].ngroups, h.nnodes, policy.name,
-               ts_placement_kind_name(policy.kind), pl.capacity, o.out);
+    if (pl->nranks > 0)
+        printf("placed %d ranks on %d of %d nodes (policy %s, %s, %d slots) -> %s\n", pl->nranks,
+               g->level[ts_groups_level(g, "node")].ngroups, h->nnodes, policy.name,
+               ts_placement_kind_name(policy.kind), pl->capacity, o.out);
     else
-        printf("hints for %d nodes (policy %s, no placement) -> %s\n", h.nnodes, policy.name, o.out);
+        printf("hints for %d nodes (policy %s, no placement) -> %s\n", h->nnodes, policy.name, o.out);
     status = CLI_OK;
 out:
     out_discard(&w);
-    ts_groups_free(&g);
-    ts_placement_free(&pl);
-    ts_hierarchy_free(&h);
+    ts_job_placement_free(&jp);
     hw_set_free(&hw);
     ts_fabric_free(&tree);
     ts_model_params_free(&params);

@@ -11,6 +11,7 @@
 #include "toposcope/place.h"
 #include "toposcope/treeyaml.h"
 #include "placeset.h"
+#include "toposcope/jobplace.h"
 
 static const char *two_leaves =
     "SwitchName=top Switches=leafa,leafb\nSwitchName=leafa Nodes=n[1-2]\nSwitchName=leafb Nodes=n[3-4]\n";
@@ -460,6 +461,41 @@ static void test_big(void)
     ts_fabric_free(&f);
 }
 
+/* ---- ts_place_job: the same pipeline in one call ---- */
+
+static void test_place_job(void)
+{
+    setup s;
+    ts_policy p = policy(TS_PLACE_SPREAD, 0, 1, 1, 0);
+    run(&s, two_leaves, "2pack-2numa-8core-ht.xml", &p, 40);
+    ts_model_params mp;
+    ts_error err = {{0}};
+    ok(ts_model_params_profile(&mp, "ethernet", &err) == TS_OK, "the ethernet model");
+    ts_place_options o = { 40, 0 };
+    ts_job_placement jp;
+    memset(&jp, 0xA5, sizeof jp);       /* an output: whatever the caller's memory held */
+    int rc = ts_place_job(&jp, &s.f, s.of_node, &p, &o, &mp, &err);
+    ok(rc == TS_OK && s.rc == TS_OK, "ts_place_job: 40 ranks spread %s", err.text);
+    int same = jp.placement.nranks == s.pl.nranks && jp.groups.nlevels == s.g.nlevels &&
+               jp.hier.nnodes == s.h.nnodes;
+    for (int r = 0; same && r < s.pl.nranks; r++) {
+        same = jp.placement.rank[r].node == s.pl.rank[r].node;
+        for (int l = 0; same && l < s.g.nlevels; l++)
+            same = jp.groups.group[(size_t)r * s.g.nlevels + l] == s.g.group[(size_t)r * s.g.nlevels + l] &&
+                   jp.groups.leader[(size_t)r * s.g.nlevels + l] == s.g.leader[(size_t)r * s.g.nlevels + l];
+    }
+    ok(same, "the same ranks, nodes, groups and leaders as the steps one by one");
+    ts_job_placement_free(&jp);
+
+    o.nranks = 1000;
+    rc = ts_place_job(&jp, &s.f, s.of_node, &p, &o, &mp, &err);
+    ok(rc == TS_EINPUT && strstr(err.text, "1000 ranks do not fit") != NULL, "too many ranks: refused, saying why: %s",
+       err.text);
+    ts_job_placement_free(&jp);        /* and what it leaves is safe to free */
+    ts_model_params_free(&mp);
+    done(&s);
+}
+
 int main(void)
 {
     test_compact();
@@ -471,5 +507,6 @@ int main(void)
     test_measure_only();
     test_emitters();
     test_big();
+    test_place_job();
     return done_testing();
 }
