@@ -28,11 +28,11 @@ $(PROLOG_BIN): $(BUILD)/obj/prolog/main.o $(PROLOG_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIB_A) $(LDLIBS) $(PROLOG_LIBS)
 
 # toposcope probe: the agents without libslurm, rendezvous through PMIx
-$(BUILD)/obj/prolog/probe.o: prolog/probe.c $(PROLOG_HDR) $(HEADERS)
+$(BUILD)/obj/prolog/step.o: prolog/step.c $(PROLOG_HDR) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PMIX_CFLAGS) -Iprolog -c $< -o $@
 
-$(PROBE_BIN): $(BUILD)/obj/prolog/probe.o $(PROLOG_OBJ) $(LIB_A)
+$(PROBE_BIN): $(BUILD)/obj/prolog/step.o $(PROLOG_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIB_A) $(LDLIBS) $(PMIX_LIBS) -lmunge -lsodium -lpthread
 

@@ -3,7 +3,7 @@
  * Time line of one agent (t0 = its start, B = the budget):
  *   rendezvous   prolog mode: workers send HELLO to the leader's candidate ports until the
  *                leader answers with a MUNGE credential holding the session key; step mode: an
- *                exchange outside the agents (PMIx, probe.c) hands every node the peers'
+ *                exchange outside the agents (PMIx, step.c) hands every node the peers'
  *                addresses and the leader's credential. Then workers JOIN (MAC'd); the leader
  *                admits nodes until all joined or RDV_SHARE of B has passed;
  *   measurement  the leader runs ts_measure_run() over a UDP transport: per round it tells each
