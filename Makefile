@@ -2,7 +2,7 @@
 #   make            build build/bin/toposcope and build/lib/libtoposcope.a
 #   make deps       install the Debian packages the build and the tests need (idempotent)
 #   make check      deps + build + every test through prove (TAP), the testbed's last
-#   make asan       unit tests (tests/unit and each part's, e.g. t_wire) under AddressSanitizer + UBSan
+#   make asan       unit tests (lib/*/test and each part's, e.g. t_wire) under AddressSanitizer + UBSan
 #   make memcheck   every unit test and the CLI's shell tests under valgrind memcheck (make check
 #                   runs a quick subset: tests/memcheck.t)
 #   make fuzz       fuzz the parsers (FUZZ_SECONDS each, default 300)
@@ -19,15 +19,17 @@ CFLAGS  ?=
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Ilib $(PKG_CFLAGS) $(CFLAGS)
 LDLIBS  = $(PKG_LIBS) -lm
 
-LIB_SRC   := $(sort $(wildcard lib/*.c))
+LIB_SRC   := $(sort $(wildcard lib/*/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_A     := $(BUILD)/lib/libtoposcope.a
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 CLI       := $(BUILD)/bin/toposcope
-UNIT_SRC  := $(sort $(wildcard tests/unit/t_*.c))
-UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%.t)
-HEADERS   := $(wildcard lib/toposcope/*.h lib/*.h tests/unit/*.h tools/*.h)
+# Each part of lib/ keeps its unit tests beside it (lib/PART/test/t_*.c, with the fixtures only
+# they use); fixtures several parts share, and the TAP helpers, are in tests/include/.
+UNIT_SRC  := $(sort $(wildcard lib/*/test/t_*.c))
+UNIT_BIN  := $(addprefix $(BUILD)/tests/,$(notdir $(UNIT_SRC:.c=.t)))
+HEADERS   := $(wildcard lib/toposcope/*.h lib/*/*.h lib/*/test/*.h tests/include/*.h tools/*.h)
 
 .PHONY: all deps check unit asan memcheck fuzz bench clean
 all: $(LIB_A) $(CLI) $(UNIT_BIN)
@@ -44,9 +46,11 @@ $(CLI): $(TOOL_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(LDLIBS)
 
-$(BUILD)/tests/%.t: tests/unit/%.c $(LIB_A) $(HEADERS)
+# build/tests/t_X.t from lib/PART/test/t_X.c, whichever part it is in.
+$(foreach t,$(UNIT_SRC),$(eval $(BUILD)/tests/$(notdir $(t:.c=.t)): $(t) $(LIB_A) $(HEADERS)))
+$(UNIT_BIN):
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -I$(dir $<) -Itests/include -o $@ $< $(LIB_A) $(LDLIBS)
 
 deps:
 	@tests/deps.sh

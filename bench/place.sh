@@ -40,7 +40,7 @@ done
 echo
 echo "limit: median <= $limit ms per run on $(nproc) CPUs ($(uname -m))"
 
-# A rank's hints lookup (lib/hints_read.c ts_hints_lookup, what the MPI helper calls for every
+# A rank's hints lookup (lib/place/hints_read.c ts_hints_lookup, what the MPI helper calls for every
 # level): the last rank of the spread file, first lookup and 1000 more in the same process.
 cc -std=c11 -D_GNU_SOURCE -O2 -Ilib -o "$work/hints_lookup" bench/hints_lookup.c \
     "${TOPOSCOPE_BUILD:-build}/lib/libtoposcope.a" -lyaml -lhwloc -lm

@@ -1,5 +1,5 @@
 # The epilog recorder: build/bin/toposcope-epilog (epilog/). Only lib/ and libc: hostlists come
-# from lib/hostlist.c (Slurm's syntax), scontrol is run as a program when the policy acts.
+# from lib/util/hostlist.c (Slurm's syntax), scontrol is run as a program when the policy acts.
 #   make epilog
 
 EPILOG_BIN := $(BUILD)/bin/toposcope-epilog

@@ -1,4 +1,4 @@
-# Fuzzing: every tests/fuzz/fuzz_*.c is a libFuzzer target built with all of lib/*.c and the
+# Fuzzing: every tests/fuzz/fuzz_*.c is a libFuzzer target built with all of lib/*/*.c and the
 # parsers outside lib/ that take untrusted input (FUZZ_EXTRA_SRC: the agents' wire format).
 #   make fuzz [FUZZ_SECONDS=N]   build into build-fuzz/ and run each target N seconds in turn
 # New inputs go to build-fuzz/corpus/<target>/ (the seeds in tests/fuzz/corpus/<target>/ stay as

@@ -1,6 +1,6 @@
 # The hints helper for MPI programs (hints/): build/lib/libtoposcope-hints.a and .so (one header,
 # hints/toposcope/hints.h) and the example build/bin/twolevel_bcast. Built only where mpicc is
-# found; the hints.yaml reader it uses lives in lib/ (hints_read.c), so it is unit-tested and
+# found; the hints.yaml reader it uses lives in lib/ (place/hints_read.c), so it is unit-tested and
 # fuzzed without MPI. The library carries that reader and what it needs (ydoc, error) compiled
 # position-independent, so a program links -ltoposcope-hints -lyaml and nothing of libtoposcope.
 
@@ -8,7 +8,7 @@ MPICC     ?= mpicc
 HAVE_MPICC := $(shell command -v $(MPICC) 2>/dev/null)
 
 ifneq ($(HAVE_MPICC),)
-HINTS_SRC     := hints/hints.c lib/hints_read.c lib/ydoc.c lib/error.c
+HINTS_SRC     := hints/hints.c lib/place/hints_read.c lib/util/ydoc.c lib/util/error.c
 HINTS_OBJ     := $(HINTS_SRC:%.c=$(BUILD)/obj-pic/%.o)
 HINTS_A       := $(BUILD)/lib/libtoposcope-hints.a
 HINTS_SO      := $(BUILD)/lib/libtoposcope-hints.so

@@ -39,7 +39,7 @@ $(PROBE_BIN): $(BUILD)/obj/prolog/step.o $(PROLOG_OBJ) $(LIB_A)
 # The wire format alone (no Slurm, no MUNGE): TAP, run by make check with the unit tests.
 $(WIRE_TEST): tests/prolog/t_wire.c $(BUILD)/obj/prolog/wire.o $(LIB_A) $(HEADERS) $(PROLOG_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Iprolog -Itests/unit -o $@ $< $(BUILD)/obj/prolog/wire.o $(LIB_A) $(LDLIBS) -lsodium
+	$(CC) $(ALL_CFLAGS) -Iprolog -Itests/include -o $@ $< $(BUILD)/obj/prolog/wire.o $(LIB_A) $(LDLIBS) -lsodium
 
 $(TREECMP): tests/testbed/treecmp.c $(LIB_A) $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -21,7 +21,7 @@ tap_plan $(( ${#targets[@]} + 1 ))
 # lib/ once, two compilers at a time; the -O0 build keeps this well under the time budget
 mkdir -p "$work/obj"
 # prolog/wire.c: the agents' wire parser (mk/fuzz.mk FUZZ_EXTRA_SRC), free of Slurm and MUNGE
-if printf '%s\n' lib/*.c prolog/wire.c tests/fuzz/replay_main.c |
+if printf '%s\n' lib/*/*.c prolog/wire.c tests/fuzz/replay_main.c |
      xargs -P 2 -I{} sh -c 'obj="$1/$(echo "$2" | tr / _).o" src="$2"; shift 2; exec "$@" -c "$src" -o "$obj"' \
        _ "$work/obj" {} "$CC" "${FLAGS[@]}" 2> "$work/build.log"; then
   ok 0 "lib/ and the replay driver build with sanitizers"

@@ -207,7 +207,7 @@ h16=$(host_overhead 7400 node1:node5 node9:node13 node2:node6 node10:node14 node
 [ -n "$h16" ] && host_us=$h16
 ok $? "16 nodes: the stacks add ${h16:-?} us to a round trip (8 same-leaf pairs at once)"
 # the default method: its top cut lands on the leaves here (levels 800, 1600 and 2400 us
-# apart), and the pods come from grouping them (lib/fast.c group_top_children)
+# apart), and the pods come from grouping them (lib/discover/fast.c group_top_children)
 tb_agents_launch 561 $BUDGET "$N16"
 tb_agents_wait
 host_16=$host_us

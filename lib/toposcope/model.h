@@ -38,7 +38,7 @@ typedef struct ts_level_params {
     double variation;              /* NAN = profile default */
 } ts_level_params;
 
-/* Intra-node levels of the hierarchy (lib/groups.c), outermost first. */
+/* Intra-node levels of the hierarchy (lib/place/groups.c), outermost first. */
 enum { TS_INTRA_NODE, TS_INTRA_PACKAGE, TS_INTRA_NUMA, TS_INTRA_L3, TS_INTRA_CORE, TS_INTRA_LEVELS };
 extern const char *const ts_intra_level_names[TS_INTRA_LEVELS];   /* "node", ... "core" */
 

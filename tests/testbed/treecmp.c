@@ -7,7 +7,7 @@
  * Truth: the one-way link delays realized from the fabric and params exactly as the emulator
  * realizes them (fabric seed 0). The emulator adds no host overhead, the nodes' stacks do:
  * H is what they add to a round trip, measured on the testbed, and an access link's truth is
- * its delay + H/4, the same definition the simulator's truth uses (lib/linkreport.c).
+ * its delay + H/4, the same definition the simulator's truth uses (lib/links/linkreport.c).
  * With --pairs (the leader's pairs.yaml), H is what the job's own link stage saw: the median
  * over its pairs of the measured round trip minus the emulator's path delay there and back.
  * That is one number for the whole job, under the job's own load (udping, run before and after

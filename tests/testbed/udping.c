@@ -8,7 +8,7 @@
  * sequence number, and prints one line:
  *   sent N received M lost K min_us A median_us B mean_us C p90_us D max_us E est_us F
  * est_us is the probe engine's own estimate of a pair's round trip (ts_sampler: the mean of the
- * samples below median + 5 scaled MADs, lib/probe.c) over the first 256 replies, so a round trip
+ * samples below median + 5 scaled MADs, lib/probe/probe.c) over the first 256 replies, so a round trip
  * measured here and one the agents measure are the same statistic.
  * The first --warmup replies are not counted: they pay for ARP resolution through the fabric. */
 #include <arpa/inet.h>

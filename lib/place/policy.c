@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "toposcope/policy.h"
-#include "ydoc.h"
+#include "util/ydoc.h"
 
 static const char *const kind_names[] = { "compact", "spread", "block", "measure-only", NULL };
 

@@ -8,7 +8,7 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/treeyaml.h"
-#include "ydoc.h"
+#include "util/ydoc.h"
 
 #define LINKS_YAML_MAX_BYTES (64u << 20)
 #define LINKS_YAML_MAX_ENTRIES (1 << 20)

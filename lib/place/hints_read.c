@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include "toposcope/hints_read.h"
 #include "toposcope/place.h"
-#include "ydoc.h"
+#include "util/ydoc.h"
 
 /* One entry is a few dozen YAML values; these bound what a hostile entry can make us hold. */
 #define ENTRY_MAX_NODES (8 + 2 * TS_LEVELS_MAX + 32)

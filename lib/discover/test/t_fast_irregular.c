@@ -1,4 +1,4 @@
-/* The fast method on fabrics that are not level-structured (lib/fast_irregular.c): the depth
+/* The fast method on fabrics that are not level-structured (lib/discover/fast_irregular.c): the depth
  * check that sends a tree there, the same-leaf cut on synthetic RTTs, the additive method on
  * its own (a subset of the nodes), and fast end to end on generated irregular trees, exact in
  * both profiles, handing over only when the budget leaves room for it. */
@@ -8,7 +8,7 @@
 #include <string.h>
 #include "tap.h"
 #include "simrun.h"
-#include "fast_irregular.h"
+#include "discover/fast_irregular.h"
 #include "toposcope/discover.h"
 #include "toposcope/gen.h"
 #include "toposcope/rng.h"

@@ -1,7 +1,7 @@
 /* The fast method: exact trees on shuffled fat trees (128 and 1024 nodes, both profiles, with
  * the simulator's jitter, outliers and interference), every node placed, and a flagged partial
  * tree within a 5 ms budget, also over varied plans. Small irregular trees are reported with diag: the threshold cut
- * does not hold when branches differ in depth (see lib/fast.c).
+ * does not hold when branches differ in depth (see lib/discover/fast.c).
  * TS_FAST_SWEEP=N additionally prints one line per seed for N seeds of the 1024-node tree. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #include "toposcope/emit.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/record.h"
-#include "ydoc.h"
+#include "util/ydoc.h"
 
 #define MAX_US 86400e6
 

@@ -73,7 +73,7 @@
 #include "toposcope/discover.h"
 #include "method.h"
 #include "fast_irregular.h"
-#include "unionfind.h"
+#include "util/unionfind.h"
 #include "toposcope/rng.h"
 
 #define FLAT_MIN_LEAVES 8   /* a flat tree with this many leaf switches is checked (flat_tree) */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/treeyaml.h"
-#include "ydoc.h"
+#include "util/ydoc.h"
 
 static const char *const top_keys[] = { "nodes", "switches", "vertices", NULL };
 static const char *const vertex_keys[] = { "name", "kind", "parent", "link_us", "link_lo_us",

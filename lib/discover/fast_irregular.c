@@ -25,7 +25,7 @@
 #include <string.h>
 #include "fast_irregular.h"
 #include "toposcope/rng.h"
-#include "unionfind.h"
+#include "util/unionfind.h"
 
 #define SAME_LEAF_REL 0.15  /* the cut above the same-leaf median: about half a level step */
 #define GROUP_BATCH 8       /* rounds planned per gather/scatter step while grouping */

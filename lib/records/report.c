@@ -5,7 +5,7 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/report.h"
-#include "unionfind.h"
+#include "util/unionfind.h"
 
 typedef struct values {
     int n, cap;

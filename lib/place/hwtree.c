@@ -6,7 +6,7 @@
 #include <string.h>
 #include <hwloc.h>
 #include "toposcope/hwtree.h"
-#include "ydoc.h"
+#include "util/ydoc.h"
 
 #define CPULIST_MAX_CHARS 4096
 #define CPULIST_MAX_PU ((1 << 20) - 1)   /* bounds the bitmap a hostile list can ask for */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include "toposcope/model.h"
 #include "toposcope/rng.h"
-#include "ydoc.h"
+#include "util/ydoc.h"
 
 #define PARAMS_MAX_BYTES (1024 * 1024)
 #define PARAMS_MAX_DEPTH 8

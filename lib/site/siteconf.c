@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/siteconf.h"
-#include "ydoc.h"
+#include "util/ydoc.h"
 
 static const char *const mode_names[] = {"opt-in", "always", "off", NULL};
 
