@@ -29,6 +29,7 @@
 #include "toposcope/policy.h"
 #include "toposcope/record.h"
 #include "toposcope/treeyaml.h"
+#include "toposcope/topoconf.h"
 
 #define STATUS_MAX_BYTES (1u << 20)
 #define DEFAULT_BUDGET_MS 5000

@@ -22,6 +22,8 @@
 #include "toposcope/fabric.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/measure.h"
+#include "toposcope/topoconf.h"
+#include "toposcope/textout.h"
 
 /* Shares of the budget B: the leader admits agents until RDV_SHARE * B, ends measuring at
  * MEASURE_SHARE * B and distribution at DIST_SHARE * B, so workers (which started within a few

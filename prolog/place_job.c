@@ -18,6 +18,8 @@
 #include "toposcope/place.h"
 #include "toposcope/policy.h"
 #include "toposcope/treeyaml.h"
+#include "toposcope/cpus_per_node.h"
+#include "toposcope/textout.h"
 
 #define STATUS_MAX_BYTES (4u << 20)
 

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "toposcope/fabric.h"
 #include "toposcope/gen.h"
+#include "toposcope/topoconf.h"
 
 static void gen_usage(FILE *out)
 {

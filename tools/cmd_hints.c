@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "toposcope/emit.h"
 #include "toposcope/hints_read.h"
+#include "toposcope/textout.h"
 
 static void hints_usage(FILE *out)
 {

@@ -20,6 +20,7 @@
 #include "toposcope/place.h"
 #include "toposcope/policy.h"
 #include "toposcope/treeyaml.h"
+#include "toposcope/topoconf.h"
 
 extern char **environ;
 

@@ -17,6 +17,8 @@
 #include "toposcope/fabric.h"
 #include "toposcope/record.h"
 #include "toposcope/report.h"
+#include "toposcope/topoconf.h"
+#include "toposcope/textout.h"
 
 #define MAX_RECORD_FILES 1000000
 

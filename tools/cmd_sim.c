@@ -23,6 +23,9 @@
 #include "toposcope/policy.h"
 #include "toposcope/probe.h"
 #include "toposcope/sim.h"
+#include "toposcope/linksolve.h"
+#include "toposcope/linkreport.h"
+#include "toposcope/topoconf.h"
 
 #define MAX_INJECT 256
 

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/discover.h"
+#include "toposcope/fast.h"
+#include "toposcope/shirai.h"
 #include "method.h"
 
 static const char *const method_names[] = {"fast", "allpairs", "shirai"};

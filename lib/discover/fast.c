@@ -75,6 +75,7 @@
 #include "fast_irregular.h"
 #include "util/unionfind.h"
 #include "toposcope/rng.h"
+#include "toposcope/fast.h"
 
 #define FLAT_MIN_LEAVES 8   /* a flat tree with this many leaf switches is checked (flat_tree) */
 #define GROUP_MIN_ITEMS 3   /* the top region's children are grouped (group_top_children) ... */

@@ -66,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/discover.h"
+#include "toposcope/shirai.h"
 #include "method.h"
 
 #define SEARCH_PROBES 4

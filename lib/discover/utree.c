@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "toposcope/infer.h"
+#include "toposcope/utree.h"
 
 void ts_utree_init(ts_utree *t)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "toposcope/fabric.h"
+#include "toposcope/topoconf.h"
 #include "toposcope/hostlist.h"
 
 #define TOPOCONF_FILE_MAX ((size_t)64 * 1024 * 1024)

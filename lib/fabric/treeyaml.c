@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/treeyaml.h"
+#include "toposcope/topoconf.h"
 #include "util/ydoc.h"
 
 static const char *const top_keys[] = { "nodes", "switches", "vertices", NULL };

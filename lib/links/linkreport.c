@@ -10,6 +10,9 @@
 #include <string.h>
 #include "toposcope/emit.h"
 #include "toposcope/links.h"
+#include "toposcope/linksolve.h"
+#include "toposcope/linkreport.h"
+#include "toposcope/textout.h"
 
 static uint64_t name_key(const char *s)
 {

@@ -186,6 +186,15 @@ int ts_link_set_path(const ts_link_set *s, const ts_fabric *tree, int node_a, in
 
 /* ---- the plan ---- */
 
+void ts_link_plan_free(ts_link_plan *p)
+{
+    if (!p)
+        return;
+    free(p->pairs);
+    free(p->round_start);
+    memset(p, 0, sizeof *p);
+}
+
 void ts_link_plan_options_default(ts_link_plan_options *o)
 {
     o->redundancy = 1;

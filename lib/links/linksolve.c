@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/links.h"
+#include "toposcope/linksolve.h"
 
 #define HUBER_C 3.0          /* robust standard deviations before a residual loses weight */
 #define ROBUST_ITERS 4       /* reweighting passes at most */

@@ -28,18 +28,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "toposcope/discover.h"
+#include "toposcope/pmm.h"
+#include "toposcope/links.h"
 
 #define PMM_MAX_LINKS 20000     /* the dense basis is rank x links doubles */
-
-void ts_link_plan_free(ts_link_plan *p)
-{
-    if (!p)
-        return;
-    free(p->pairs);
-    free(p->round_start);
-    memset(p, 0, sizeof *p);
-}
 
 typedef struct basis {
     int m, rank, cap;

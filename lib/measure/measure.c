@@ -9,6 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "toposcope/measure.h"
+#include "toposcope/pmm.h"
+#include "toposcope/links.h"
+#include "toposcope/linkreport.h"
+#include "toposcope/topoconf.h"
+#include "toposcope/textout.h"
 
 void ts_measure_options_default(ts_measure_options *o)
 {
@@ -149,45 +154,6 @@ int ts_measure_render(const ts_measure *m, const ts_fabric *truth, const ts_link
             ts_measure_text_free(out);
             return ts_fail(err, TS_ENOMEM, "out of memory");
         }
-    }
-    return TS_OK;
-}
-
-int ts_write_file_at(int dirfd, const char *name, const char *data, size_t len, int mode,
-                     ts_error *err)
-{
-    char tmp[256];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", name) >= sizeof tmp)
-        return ts_fail(err, TS_EINPUT, "file name too long: %s", name);
-    /* A stale NAME.tmp from a crashed run is ours to replace; O_EXCL then refuses anything that
-     * appears in between, and O_NOFOLLOW refuses a symlink planted in its place. */
-    unlinkat(dirfd, tmp, 0);
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0)
-        return ts_fail(err, TS_ESYS, "cannot create %s: %s", tmp, strerror(errno));
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlinkat(dirfd, tmp, 0);
-            return ts_fail(err, TS_ESYS, "cannot write %s: %s", tmp, strerror(e));
-        }
-        done += (size_t)w;
-    }
-    /* the umask must not narrow or widen what the caller asked for */
-    if (fchmod(fd, (mode_t)mode) != 0 || close(fd) != 0) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        return ts_fail(err, TS_ESYS, "cannot finish %s: %s", tmp, strerror(e));
-    }
-    if (renameat(dirfd, tmp, dirfd, name) != 0) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        return ts_fail(err, TS_ESYS, "cannot rename %s to %s: %s", tmp, name, strerror(e));
     }
     return TS_OK;
 }

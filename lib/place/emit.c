@@ -6,6 +6,7 @@
 #include <string.h>
 #include "toposcope/emit.h"
 #include "toposcope/hints_read.h"
+#include "toposcope/textout.h"
 
 /* ---- a buffered writer: fprintf per number would dominate at 65 536 ranks ---- */
 
@@ -289,37 +290,6 @@ int ts_emit_hints_yaml(const ts_hierarchy *h, const ts_placement *pl, const ts_g
     }
     free(ids);
     return ob_close(o);
-}
-
-void ts_emit_yaml_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(out, "\\x%02x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
-void ts_emit_env_line(FILE *out, const char *key, const char *value)
-{
-    int plain = *value != '\0';
-    for (const char *c = value; *c; c++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./,:+=@%-", *c))
-            plain = 0;
-    if (plain) {
-        fprintf(out, "%s=%s\n", key, value);
-        return;
-    }
-    fprintf(out, "%s='", key);
-    for (const char *c = value; *c; c++)
-        fputs(*c == '\'' ? "'\\''" : (char[2]){ *c, 0 }, out);
-    fputs("'\n", out);
 }
 
 static void env_to_file(void *out, const char *key, const char *value)

@@ -8,6 +8,8 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/treeyaml.h"
+#include "toposcope/linksolve.h"
+#include "toposcope/textout.h"
 #include "util/ydoc.h"
 
 #define LINKS_YAML_MAX_BYTES (64u << 20)

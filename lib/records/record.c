@@ -5,6 +5,7 @@
 #include "toposcope/emit.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/record.h"
+#include "toposcope/textout.h"
 #include "util/ydoc.h"
 
 #define MAX_US 86400e6

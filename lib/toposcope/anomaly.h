@@ -28,6 +28,7 @@
 #include "toposcope/error.h"
 #include "toposcope/fabric.h"
 #include "toposcope/links.h"
+#include "toposcope/linksolve.h"
 
 #define TS_LINK_ID_MAX 512           /* bytes of an id, NUL included */
 #define TS_BASELINE_VERSION 1

@@ -8,7 +8,9 @@
  *   shirai   — Shirai, Saito, Taura HPDC'07: incremental insertion with close-host search and
  *              min/max intervals, O(N d) measurements, sequential by nature;
  *   pmm      — Liu et al.: on a known tree, independent paths by Gaussian elimination over all
- *              n(n-1)/2 paths and Welch-Powell colouring into rounds. */
+ *              n(n-1)/2 paths and Welch-Powell colouring into rounds (a link plan: pmm.h).
+ * This header: the dispatch and the all-pairs baseline (lib/discover/discover.c); the fast method
+ * and Shirai's have their own (fast.h, shirai.h). */
 #ifndef TOPOSCOPE_DISCOVER_H
 #define TOPOSCOPE_DISCOVER_H
 
@@ -29,7 +31,7 @@ const char *ts_method_name(ts_method m);
 /* Run a discovery method; on return `tree` holds the best tree for the pairs measured (partial
  * when the engine's deadline cut the plan: e->partial). Nodes that were never measured are
  * listed in rep->unmeasured and are not in the tree. tree and rep are initialised here (so are
- * they by each ts_discover_* below); on error free them with ts_utree_free and
+ * they by each ts_discover_* method); on error free them with ts_utree_free and
  * ts_infer_report_free. */
 int ts_discover(ts_method m, ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep,
                 ts_error *err);
@@ -39,24 +41,5 @@ int ts_discover(ts_method m, ts_probe_engine *e, ts_utree *tree, ts_infer_report
 int ts_allpairs_schedule(int n, ts_pair **pairs, int **round_start, int *nrounds, ts_error *err);
 
 int ts_discover_allpairs(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err);
-int ts_discover_shirai(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err);
-/* Top-down splitting into subtrees measured from inside, all subtrees of a depth side by side. */
-int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err);
-
-/* A link plan: node pairs whose paths identify every identifiable link of a known tree, in
- * rounds where no two pairs share a link or a node. */
-typedef struct ts_link_plan {
-    int npairs;
-    ts_pair *pairs;          /* round after round */
-    int nrounds;
-    int *round_start;        /* nrounds + 1 entries */
-    int rank;                /* independent link combinations the pairs identify */
-    long paths_examined;     /* for the seed method: rows offered to the elimination */
-} ts_link_plan;
-
-void ts_link_plan_free(ts_link_plan *p);
-/* PMM (seed 000): Gaussian elimination over all n(n-1)/2 node paths of `tree`, then
- * Welch-Powell colouring of the chosen paths' conflict graph. */
-int ts_link_plan_pmm(const ts_fabric *tree, ts_link_plan *out, ts_error *err);
 
 #endif

@@ -41,12 +41,6 @@ int ts_emit_hints_env(const ts_hierarchy *h, const ts_placement *pl, const ts_gr
 int ts_emit_tree_text(const ts_hierarchy *h, const ts_placement *pl, FILE *out);
 int ts_emit_tree_dot(const ts_hierarchy *h, const ts_placement *pl, FILE *out);
 
-/* s as a double-quoted YAML scalar: '"' and '\\' escaped, control characters as \xNN. */
-void ts_emit_yaml_string(FILE *out, const char *s);
-
-/* "KEY=value\n", the value single-quoted when it holds anything a shell would read otherwise. */
-void ts_emit_env_line(FILE *out, const char *key, const char *value);
-
 /* "P:C" or "P:C-D" (runs joined by ',') for rank r, into buf. */
 void ts_emit_slot(const ts_placement *pl, int r, char *buf, size_t max);
 

@@ -76,14 +76,6 @@ int ts_fabric_path_links(const ts_fabric *f, int va, int vb, int *links, int max
 static inline int ts_fabric_node_vertex(const ts_fabric *f, int node) { return f->node_vertex[node]; }
 int ts_fabric_max_depth(const ts_fabric *f);
 
-/* Slurm topology.conf. `source` names the input in messages ("topology.conf").
- * Errors return TS_EINPUT with "SOURCE:LINE: what is wrong". */
-int ts_fabric_parse_topology_conf(ts_fabric *f, const char *text, size_t len,
-                                  const char *source, ts_error *err);
-int ts_fabric_load_topology_conf(ts_fabric *f, const char *path, ts_error *err);
-/* Emit: one SwitchName= line per switch, children compressed as hostlists; the implicit
- * root is not written when the parser created it. */
-int ts_fabric_write_topology_conf(const ts_fabric *f, FILE *out);
 /* Emit the tree with latencies as YAML (see doc/formats.md). */
 int ts_fabric_write_yaml(const ts_fabric *f, FILE *out);
 

@@ -31,10 +31,4 @@ char *ts_hostlist_compress(char *const *names, size_t count);
 /* Natural order: "cn2" < "cn10"; used to give nodes the order Slurm lists them in. */
 int ts_hostname_cmp(const char *a, const char *b);
 
-/* Slurm's CPUs per node of a job (SLURM_JOB_CPUS_PER_NODE), "2(x3),1", into counts[0..n) for
- * the job's n nodes. TS_EINPUT names the column when the text does not say exactly n counts of
- * 1..TS_CPUS_PER_NODE_MAX. */
-#define TS_CPUS_PER_NODE_MAX 65536
-int ts_cpus_per_node_parse(const char *text, int n, int *counts, ts_error *err);
-
 #endif

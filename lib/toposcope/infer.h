@@ -2,36 +2,16 @@
  *
  * RTTs between nodes form (up to noise) an additive tree metric: every node's host overhead and
  * access link are a pendant edge, every switch-to-switch link adds twice its one-way latency.
- * Inference works in these RTT units on a growable tree (ts_utree) and converts the result to
- * a ts_fabric: rooted at its centre, degree-2 switches contracted, switches named s1, s2, ...,
- * link_us = one-way latency (half the RTT contribution; for a node's edge that includes half
+ * Inference works in these RTT units on a growable tree (ts_utree, utree.h) and converts the
+ * result to a ts_fabric: rooted at its centre, degree-2 switches contracted, switches named
+ * s1, s2, ..., link_us = one-way latency (half the RTT contribution; for a node's edge that includes half
  * of its host overhead, which RTTs cannot separate from the access link). */
 #ifndef TOPOSCOPE_INFER_H
 #define TOPOSCOPE_INFER_H
 
 #include "toposcope/error.h"
 #include "toposcope/fabric.h"
-
-/* A tree under construction: every vertex but the root has a parent and the length (RTT µs)
- * of the edge to it; node vertices carry their node index. */
-typedef struct ts_utree {
-    int nvert, cap;
-    int *parent;
-    double *len;
-    int *node;       /* node index, or TS_NONE for a switch */
-} ts_utree;
-
-void ts_utree_init(ts_utree *t);
-void ts_utree_free(ts_utree *t);
-/* Add a vertex under parent (TS_NONE for the root). Returns its index or a negative error. */
-int ts_utree_add(ts_utree *t, int parent, double len, int node);
-/* Split the edge above v at distance `from_v` (RTT µs) from v: returns the new switch. */
-int ts_utree_split_edge(ts_utree *t, int v, double from_v);
-
-/* Convert to a fabric rooted at the centre (minimum eccentricity switch), dropping switches
- * with fewer than two other neighbours. names[i] is node i's name. */
-int ts_utree_to_fabric(const ts_utree *t, char *const *names, int nnodes, ts_fabric *out,
-                       ts_error *err);
+#include "toposcope/utree.h"
 
 /* Distances between n nodes: d[a*n+b] (RTT µs, NAN where unknown) and the half-width of each
  * estimate's confidence interval in ci (may be NULL). */

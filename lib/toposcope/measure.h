@@ -12,6 +12,8 @@
 #include "toposcope/infer.h"
 #include "toposcope/links.h"
 #include "toposcope/probe.h"
+#include "toposcope/linksolve.h"
+#include "toposcope/linkreport.h"
 
 typedef struct ts_measure_options {
     ts_method method;
@@ -60,9 +62,5 @@ typedef struct ts_measure_text {
 int ts_measure_render(const ts_measure *m, const ts_fabric *truth, const ts_link_truth *lt,
                       ts_measure_text *out, ts_error *err);
 void ts_measure_text_free(ts_measure_text *t);
-/* Write one file atomically into dirfd: NAME.tmp created with O_EXCL | O_NOFOLLOW, written,
- * renamed over NAME, so a reader sees the old file or the whole new one. */
-int ts_write_file_at(int dirfd, const char *name, const char *data, size_t len, int mode,
-                     ts_error *err);
 
 #endif

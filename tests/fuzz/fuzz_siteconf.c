@@ -6,6 +6,7 @@
 #include <string.h>
 #include "toposcope/hostlist.h"
 #include "toposcope/siteconf.h"
+#include "toposcope/cpus_per_node.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

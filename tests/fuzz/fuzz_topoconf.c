@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/fabric.h"
+#include "toposcope/topoconf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

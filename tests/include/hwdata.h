@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "toposcope/fabric.h"
+#include "toposcope/topoconf.h"
 
 /* tests/data/SUB/FILE from the repo root, or relative to this source file. */
 static inline const char *test_data(const char *sub, const char *file)

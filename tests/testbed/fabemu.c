@@ -41,6 +41,7 @@
 #include "toposcope/fabric.h"
 #include "toposcope/model.h"
 #include "toposcope/rng.h"
+#include "toposcope/topoconf.h"
 
 #define MAX_FAULTS 256
 #define MAX_PATH_LINKS 256

@@ -23,6 +23,9 @@
 #include "toposcope/model.h"
 #include "toposcope/probe.h"
 #include "toposcope/treeyaml.h"
+#include "toposcope/linksolve.h"
+#include "toposcope/linkreport.h"
+#include "toposcope/topoconf.h"
 
 static int fail(const char *what, const ts_error *err)
 {

@@ -12,6 +12,7 @@
 #include "toposcope/discover.h"
 #include "toposcope/gen.h"
 #include "toposcope/rng.h"
+#include "toposcope/fast.h"
 
 static void test_level_structured(void)
 {

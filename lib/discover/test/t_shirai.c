@@ -8,6 +8,7 @@
 #include "toposcope/metrics.h"
 #include "toposcope/model.h"
 #include "toposcope/sim.h"
+#include "toposcope/shirai.h"
 
 static run simulate(ts_fabric *truth, const char *profile, int exact, uint64_t seed, double budget_us)
 {

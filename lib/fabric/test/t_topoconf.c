@@ -6,6 +6,7 @@
 #include "tap.h"
 #include "toposcope/fabric.h"
 #include "toposcope/hostlist.h"
+#include "toposcope/topoconf.h"
 
 static char data_dir[1024];
 

@@ -16,6 +16,9 @@
 #include "toposcope/model.h"
 #include "toposcope/rng.h"
 #include "toposcope/sim.h"
+#include "toposcope/pmm.h"
+#include "toposcope/linksolve.h"
+#include "toposcope/linkreport.h"
 
 /* ---- a deterministic transport: exact round trips from a function ---- */
 

@@ -6,6 +6,8 @@
 #include "figure2.h"
 #include "toposcope/discover.h"
 #include "toposcope/gen.h"
+#include "toposcope/pmm.h"
+#include "toposcope/links.h"
 
 
 /* Independent check: rank of a set of 0/1 rows over m columns (plain elimination). */

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "tap.h"
 #include "toposcope/hostlist.h"
+#include "toposcope/cpus_per_node.h"
 
 /* Expand expr and compare with the space-separated expected names. */
 static void expands_to(const char *expr, const char *want)
