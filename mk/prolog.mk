@@ -4,7 +4,8 @@
 #   make prolog      both programs, build/tests/t_wire.t and build/bin/toposcope-treecmp
 # prolog/ may use libslurm (hostlists), libmunge, libsodium and libpmix; lib/ may not.
 
-PROLOG_SRC   := prolog/agent.c prolog/cred.c prolog/options.c prolog/place_job.c prolog/wire.c
+PROLOG_SRC   := prolog/agent.c prolog/worker.c prolog/leader.c prolog/transport.c prolog/spool.c \
+                prolog/cred.c prolog/options.c prolog/place_job.c prolog/wire.c
 PROLOG_OBJ   := $(PROLOG_SRC:%.c=$(BUILD)/obj/%.o)
 PROLOG_HDR   := $(wildcard prolog/*.h)
 PROLOG_LIBS  := -lslurm -lmunge -lsodium -lpthread
