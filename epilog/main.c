@@ -29,6 +29,7 @@
 #include "toposcope/policy.h"
 #include "toposcope/record.h"
 #include "toposcope/treeyaml.h"
+#include "toposcope/spool.h"
 #include "toposcope/topoconf.h"
 
 #define STATUS_MAX_BYTES (1u << 20)
@@ -207,20 +208,11 @@ static int parse_options(int argc, char **argv, epilog_config *c)
         return 2;
     }
     /* %n: this node's name, for spool directories on a shared filesystem */
-    size_t o = 0;
-    for (const char *p = spool; *p && o + 1 < sizeof c->spool; p++) {
-        if (p[0] == '%' && p[1] == 'n') {
-            o += (size_t)snprintf(c->spool + o, sizeof c->spool - o, "%s", c->self ? c->self : "");
-            p++;
-        } else {
-            c->spool[o++] = *p;
-        }
-        if (o >= sizeof c->spool) {
-            fail_msg("--spool is too long");
-            return 2;
-        }
+    ts_error err = {{0}};
+    if (ts_spool_parent(spool, c->self ? c->self : "", c->spool, sizeof c->spool, &err) != TS_OK) {
+        fail_msg("--spool: %s", err.text);
+        return 2;
     }
-    c->spool[o] = '\0';
     if (c->now < 0)
         c->now = (int64_t)time(NULL);
     return 0;
@@ -228,80 +220,25 @@ static int parse_options(int argc, char **argv, epilog_config *c)
 
 /* ---- the spool ---- */
 
-/* Remove SPOOL/JOB: its files, then the directory; never through a symlink. */
-static int spool_remove(const epilog_config *c)
-{
-    int parent = open(c->spool, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (parent < 0)
-        return errno == ENOENT ? 0 : -1;
-    int dfd = openat(parent, c->job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        int e = errno;
-        close(parent);
-        return e == ENOENT ? 0 : -1;
-    }
-    DIR *d = fdopendir(dfd);
-    if (!d) {
-        close(dfd);
-        close(parent);
-        return -1;
-    }
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
-    int rc = unlinkat(parent, c->job, AT_REMOVEDIR);
-    close(parent);
-    return rc;
-}
-
 static int spool_path(const epilog_config *c, const char *name, char *out, size_t max)
 {
     int n = snprintf(out, max, "%s/%s/%s", c->spool, c->job, name);
     return n >= 0 && (size_t)n < max ? 0 : -1;
 }
 
-/* status.yaml: status and the nodes that did not answer (read by name, other keys ignored:
- * the prolog owns that file's format). */
-static int read_status(const epilog_config *c, ts_record *r, char ***unreachable, int *nun)
+/* status.yaml (lib/site/spool.c): the job's status and the nodes that did not answer. A missing
+ * or unreadable file is part of the record ("missing", "unreadable"), not a reason to lose it. */
+static void read_status(const epilog_config *c, ts_record *r, ts_status *st)
 {
-    char path[PATH_MAX + 32];
-    *unreachable = NULL;
-    *nun = 0;
-    if (spool_path(c, "status.yaml", path, sizeof path))
-        return -1;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(r->status, sizeof r->status, "missing");
-        return 0;
+    char dir[PATH_MAX + 80];
+    snprintf(dir, sizeof dir, "%s/%s", c->spool, c->job);
+    ts_error err = {{0}};
+    if (ts_status_load(st, dir, &err) != TS_OK) {
+        syslog(LOG_ERR, "job=%s status.yaml unusable: %s", c->job, err.text);
+        snprintf(r->status, sizeof r->status, "unreadable");
+    } else {
+        snprintf(r->status, sizeof r->status, "%s", st->present ? st->status : "missing");
     }
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof line, f) && n++ < 10000) {
-        if (!strncmp(line, "status: ", 8)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            snprintf(r->status, sizeof r->status, "%.31s", line + 8);
-        } else if (!strncmp(line, "unreachable: [", 14)) {
-            /* ["node3", "node7"]: names as the agents wrote them (quoted, no quotes inside) */
-            for (char *p = line + 14; (p = strchr(p, '"'));) {
-                char *q = strchr(p + 1, '"');
-                if (!q)
-                    break;
-                *q = '\0';
-                char **t = realloc(*unreachable, sizeof(char *) * (size_t)(*nun + 1));
-                if (!t)
-                    break;
-                *unreachable = t;
-                if (!(t[*nun] = strdup(p + 1)))
-                    break;
-                (*nun)++;
-                p = q + 1;
-            }
-        }
-    }
-    fclose(f);
-    return 0;
 }
 
 /* ---- the record file ---- */
@@ -507,8 +444,8 @@ static int leader_record(const epilog_config *c)
     ts_baseline base;
     ts_fabric admin, tree;
     ts_record r;
-    char **unreachable = NULL;
-    int nun = 0, have_admin = 0, have_tree = 0, status = 2;
+    ts_status st = {0};
+    int have_admin = 0, have_tree = 0, status = 2;
     ts_policy_default(&pol);
     ts_baseline_init(&base);
     ts_fabric_init(&admin);
@@ -570,7 +507,7 @@ static int leader_record(const epilog_config *c)
     r.time = c->now;
     if (!(r.nodes = strdup(c->nodes)))
         goto out;
-    read_status(c, &r, &unreachable, &nun);
+    read_status(c, &r, &st);
 
     char tpath[PATH_MAX + 32], lpath[PATH_MAX + 32];
     if (spool_path(c, "tree.yaml", tpath, sizeof tpath) || spool_path(c, "links.yaml", lpath, sizeof lpath))
@@ -591,8 +528,8 @@ static int leader_record(const epilog_config *c)
     dopt.threshold_us = pol.anomaly_us;
     if (ts_anomaly_detect(&r.links, &base, &dopt, &r.anomalies, &err) != TS_OK)
         goto out;
-    for (int i = 0; i < nun; i++)
-        if (ts_anomaly_add_unreachable(&r.anomalies, unreachable[i], &base, &err) != TS_OK)
+    for (int i = 0; i < st.nunreachable; i++)
+        if (ts_anomaly_add_unreachable(&r.anomalies, st.unreachable[i], &base, &err) != TS_OK)
             goto out;
     ts_anomaly_sort(&r.anomalies);
 
@@ -632,9 +569,7 @@ static int leader_record(const epilog_config *c)
     }
     status = 0;
 out:
-    for (int i = 0; i < nun; i++)
-        free(unreachable[i]);
-    free(unreachable);
+    ts_status_free(&st);
     ts_record_free(&r);
     ts_fabric_free(&tree);
     ts_fabric_free(&admin);
@@ -666,8 +601,8 @@ int main(int argc, char **argv)
     if (leader)
         rc = leader_record(&c);
     /* the leader's spool goes only once its record is safe; a failed record keeps the evidence */
-    if (rc == 0 && spool_remove(&c) != 0)
-        fail_msg("cannot remove %s/%s: %s", c.spool, c.job, strerror(errno));
+    if (rc == 0 && ts_spool_remove(c.spool, c.job, &err) != TS_OK)
+        fail_msg("%s", err.text);
     closelog();
     return rc;
 }

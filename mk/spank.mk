@@ -1,6 +1,6 @@
 # The SPANK plugin: build/lib/spank_toposcope.so (spank/), loaded by slurmd, slurmstepd, sbatch,
 # salloc and srun through plugstack.conf. It carries what it uses of lib/ (the hints.yaml reader,
-# the site configuration, hostlists) compiled position-independent with hidden visibility, so
+# the site configuration, the job spool, hostlists) compiled position-independent with hidden visibility, so
 # nothing of it can collide with Slurm's own symbols.
 # The spank_* and slurm_* calls resolve in the process that loads it (not linked to libslurm).
 #   make spank       the plugin
@@ -11,7 +11,8 @@ PREFIX      ?= /usr/local
 LIBEXECDIR  ?= $(PREFIX)/libexec/toposcope
 DATADIR     ?= $(PREFIX)/share/toposcope
 SPANK_SO    := $(BUILD)/lib/spank_toposcope.so
-SPANK_LIBSRC := lib/place/hints_read.c lib/util/ydoc.c lib/util/error.c lib/util/hostlist.c lib/site/siteconf.c
+SPANK_LIBSRC := lib/place/hints_read.c lib/util/ydoc.c lib/util/error.c lib/util/hostlist.c \
+                lib/util/textout.c lib/site/siteconf.c lib/site/spool.c
 SPANK_LIBOBJ := $(SPANK_LIBSRC:%.c=$(BUILD)/obj-spank/%.o)
 SPANK_CFLAGS = $(ALL_CFLAGS) -fPIC -DTOPOSCOPE_LIBEXECDIR='"$(LIBEXECDIR)"' -DTOPOSCOPE_DATADIR='"$(DATADIR)"'
 

@@ -9,6 +9,7 @@
 #include "agent_impl.h"
 #include "toposcope/emit.h"
 #include "toposcope/measure.h"
+#include "toposcope/spool.h"
 #include "toposcope/textout.h"
 
 void leader_send(leader *L, int type, const void *payload, size_t len,
@@ -122,26 +123,24 @@ void leader_rendezvous(leader *L, double until)
 
 /* ---- results ---- */
 
-static void leader_status(leader *L, const ts_measure *m, int measured, const char *status,
-                          const char *reason, const ts_probe_engine *e, FILE *f)
+static int leader_status(leader *L, const ts_measure *m, int measured, const char *status,
+                         const char *reason, const ts_probe_engine *e, FILE *f)
 {
     const agent_config *c = L->c;
-    fprintf(f, "# toposcope job status, written by the node agents\njob: %u\nmode: %s\n", c->job, c->mode);
-    fprintf(f, "status: %s\nreason: ", status);
-    ts_emit_yaml_string(f, reason);
-    fprintf(f, "\nleader: ");
-    ts_emit_yaml_string(f, c->names[0]);
-    fprintf(f, "\nnodes: %d\nmeasured_nodes: %d\nunreachable: [", c->nnodes, measured);
-    int first = 1;
-    for (int i = 0; i < c->nnodes; i++) {
-        int in_tree = m && ts_fabric_find(&m->tree, c->names[i]) != TS_NONE;
-        if (!in_tree) {
-            fputs(first ? "" : ", ", f);
-            ts_emit_yaml_string(f, c->names[i]);
-            first = 0;
-        }
-    }
-    fprintf(f, "]\nfallback_order: hostlist\n");
+    char job[16];
+    snprintf(job, sizeof job, "%u", c->job);
+    char **unreachable = malloc(sizeof *unreachable * (size_t)c->nnodes);
+    if (!unreachable)
+        return -1;
+    int nun = 0;
+    for (int i = 0; i < c->nnodes; i++)
+        if (!m || ts_fabric_find(&m->tree, c->names[i]) == TS_NONE)
+            unreachable[nun++] = c->names[i];
+    ts_status_head head = {.job = job, .mode = c->mode, .status = status, .reason = reason,
+                           .leader = c->names[0], .nodes = c->nnodes, .measured_nodes = measured,
+                           .unreachable = unreachable, .nunreachable = nun};
+    ts_status_emit_head(f, &head);
+    free(unreachable);
     fprintf(f, "budget_ms: %g\n", c->budget_ms);
     fprintf(f, "method: %s\n", ts_method_name(c->method));
     fprintf(f, "job_uid: %u\njob_gid: %u\n", (unsigned)c->job_uid, (unsigned)c->job_gid);
@@ -158,6 +157,7 @@ static void leader_status(leader *L, const ts_measure *m, int measured, const ch
         fprintf(f, "tree_partial: %s\n", e->partial ? "true" : "false");
     }
     fprintf(f, "results_sent_ms: %.1f\n", (now_us() - L->t0) / 1e3);
+    return 0;
 }
 
 static int render_status(leader *L, const ts_measure *m, int measured, const char *status,
@@ -167,8 +167,8 @@ static int render_status(leader *L, const ts_measure *m, int measured, const cha
     FILE *f = open_memstream(out, &len);
     if (!f)
         return -1;
-    leader_status(L, m, measured, status, reason, e, f);
-    if (ferror(f) | fclose(f)) {
+    int bad = leader_status(L, m, measured, status, reason, e, f);
+    if (bad | ferror(f) | fclose(f)) {
         free(*out);
         *out = NULL;
         return -1;

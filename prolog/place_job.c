@@ -19,73 +19,15 @@
 #include "toposcope/policy.h"
 #include "toposcope/treeyaml.h"
 #include "toposcope/cpus_per_node.h"
-#include "toposcope/textout.h"
+#include "toposcope/spool.h"
 
-#define STATUS_MAX_BYTES (4u << 20)
-
-/* ---- the job's directory ---- */
+/* ---- the job's directory (lib/site/spool.c) ---- */
 
 static int job_dir_open(const place_job_request *r, ts_error *err)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%u", r->spool_parent, r->job);
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return ts_fail(err, TS_ESYS, "cannot open %s: %s", path, strerror(e));
-    }
-    if (st.st_uid != geteuid()) {
-        close(fd);
-        return ts_fail(err, TS_EINPUT, "%s belongs to uid %u, not to this agent", path,
-                       (unsigned)st.st_uid);
-    }
-    return fd;
-}
-
-static int dir_write(const place_job_request *r, int dirfd, const char *name, const char *text,
-                     size_t len, ts_error *err)
-{
-    int rc = ts_write_file_at(dirfd, name, text, len, 0640, err);
-    if (rc != TS_OK)
-        return rc;
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, geteuid(), r->gid) != 0)
-        rc = ts_fail(err, TS_ESYS, "cannot set the group of %s: %s", name, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    return rc;
-}
-
-static char *read_at(int dirfd, const char *name, size_t *len)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 8192, n = 0;
-    char *b = malloc(cap + 1);
-    ssize_t got;
-    while (b && (got = read(fd, b + n, cap - n)) > 0) {
-        n += (size_t)got;
-        if (n == cap) {
-            char *nb = cap < STATUS_MAX_BYTES ? realloc(b, cap * 2 + 1) : NULL;
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    close(fd);
-    if (b) {
-        b[n] = '\0';
-        *len = n;
-    }
-    return b;
+    char job[16];
+    snprintf(job, sizeof job, "%u", r->job);
+    return ts_spool_open(r->spool_parent, job, r->gid, err);
 }
 
 /* status.yaml as the agents wrote it, plus the placement's outcome. */
@@ -93,7 +35,10 @@ static int status_append(const place_job_request *r, int dirfd, const char *outc
                          const char *policy, int export_mca, const char *reason, ts_error *err)
 {
     size_t len = 0;
-    char *old = read_at(dirfd, "status.yaml", &len), *s = NULL;
+    char *old = NULL, *s = NULL;
+    int rc = ts_spool_read(dirfd, "status.yaml", TS_STATUS_MAX_BYTES, &old, &len, err);
+    if (rc != TS_OK)
+        return rc;
     size_t slen;
     FILE *m = open_memstream(&s, &slen);
     if (!m) {
@@ -103,17 +48,12 @@ static int status_append(const place_job_request *r, int dirfd, const char *outc
     if (old)
         fwrite(old, 1, len, m);
     free(old);
-    fprintf(m, "# placement in the prolog\nplacement: %s\nplacement_policy: ", outcome);
-    ts_emit_yaml_string(m, policy ? policy : "");
-    fprintf(m, "\nplacement_reason: ");
-    ts_emit_yaml_string(m, reason);
-    /* the plugin exports OMPI_MCA_rmaps_rank_file_path when this says so */
-    fprintf(m, "\nplacement_export_mca: %s\n", export_mca ? "true" : "false");
+    ts_status_emit_placement(m, outcome, policy, reason, export_mca);
     if (ferror(m) | fclose(m)) {
         free(s);
         return ts_fail(err, TS_ENOMEM, "out of memory");
     }
-    int rc = dir_write(r, dirfd, "status.yaml", s, slen, err);
+    rc = ts_spool_write(dirfd, "status.yaml", s, slen, r->gid, err);
     free(s);
     return rc;
 }
@@ -242,7 +182,7 @@ static int write_outputs(const place_job_request *r, int dirfd, const ts_hierarc
         else if (rc != TS_OK)
             ts_fail(err, rc, "cannot render %s", outputs[k].name);
         if (rc == TS_OK)
-            rc = dir_write(r, dirfd, outputs[k].name, s, len, err);
+            rc = ts_spool_write(dirfd, outputs[k].name, s, len, r->gid, err);
         free(s);
         if (rc != TS_OK)
             return rc;

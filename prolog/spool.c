@@ -1,6 +1,5 @@
-/* toposcope agents — the job spool: its directory and files, status.yaml's wire counters, and
- * the fallback trees (hostlist order) for the nodes nobody measured. Kept in one file: a
- * library module will take their place. */
+/* toposcope agents — the job spool through lib/site/spool.c (toposcope/spool.h), status.yaml's
+ * wire counters, and the fallback trees (hostlist order) for the nodes nobody measured. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,90 +10,24 @@
 #include "agent_impl.h"
 #include "toposcope/measure.h"
 #include "toposcope/topoconf.h"
-#include "toposcope/textout.h"
+#include "toposcope/spool.h"
 
 /* ---- spool ---- */
 
-/* The job's directory under the spool parent: created by us, never through a symlink, owned by
- * root (the agent's euid) with the job's group, 0750, so the job's user (through its primary
- * group) reads it and nobody else does. */
-static int out_dir_open(const agent_config *c, ts_error *err)
-{
-    /* step mode: the user's own directory, made if missing; an existing one keeps its mode */
-    if (mkdir(c->out_dir, 0750) != 0 && errno != EEXIST)
-        return ts_fail(err, TS_ESYS, "cannot create %s: %s (choose another --out)", c->out_dir,
-                       strerror(errno));
-    int fd = open(c->out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return ts_fail(err, TS_ESYS, "cannot open %s: %s (--out wants a directory, not a symlink)",
-                       c->out_dir, strerror(e));
-    }
-    if (st.st_uid != geteuid()) {
-        close(fd);
-        return ts_fail(err, TS_EINPUT, "%s belongs to uid %u, not to you: choose another --out",
-                       c->out_dir, (unsigned)st.st_uid);
-    }
-    return fd;
-}
-
+/* The job's directory (lib/site/spool.c owns its rules), or step mode's --out directory. */
 int spool_open(const agent_config *c, ts_error *err)
 {
     if (c->out_dir)
-        return out_dir_open(c, err);
+        return ts_spool_open_dir(c->out_dir, err);
     char job[16];
     snprintf(job, sizeof job, "%u", c->job);
-    /* the parent: created if missing (0755, like /var/spool), but never a symlink */
-    if (mkdir(c->spool_parent, 0755) != 0 && errno != EEXIST)
-        return ts_fail(err, TS_ESYS, "cannot create spool directory %s: %s (set --spool)",
-                       c->spool_parent, strerror(errno));
-    int pfd = open(c->spool_parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (pfd < 0)
-        return ts_fail(err, TS_ESYS, "cannot open spool directory %s: %s", c->spool_parent,
-                       strerror(errno));
-    if (mkdirat(pfd, job, 0700) != 0 && errno != EEXIST) {
-        int e = errno;
-        close(pfd);
-        return ts_fail(err, TS_ESYS, "cannot create %s/%s: %s", c->spool_parent, job, strerror(e));
-    }
-    int fd = openat(pfd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    close(pfd);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return ts_fail(err, TS_ESYS, "cannot open %s/%s: %s", c->spool_parent, job, strerror(e));
-    }
-    if (st.st_uid != geteuid()) {
-        close(fd);
-        return ts_fail(err, TS_EINPUT, "%s/%s exists and belongs to uid %u, not to this agent",
-                       c->spool_parent, job, (unsigned)st.st_uid);
-    }
-    if (fchown(fd, geteuid(), c->job_gid) != 0 || fchmod(fd, 0750) != 0) {
-        int e = errno;
-        close(fd);
-        return ts_fail(err, TS_ESYS, "cannot set owner/mode of %s/%s: %s", c->spool_parent, job,
-                       strerror(e));
-    }
-    return fd;
+    return ts_spool_open(c->spool_parent, job, c->job_gid, err);
 }
 
 int spool_write(const agent_config *c, int dirfd, const char *name, const char *text,
                 ts_error *err)
 {
-    int rc = ts_write_file_at(dirfd, name, text, strlen(text), 0640, err);
-    if (rc == TS_OK) {
-        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 || fchown(fd, geteuid(), c->job_gid) != 0)
-            rc = ts_fail(err, TS_ESYS, "cannot set the group of %s: %s", name, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-    }
-    return rc;
+    return ts_spool_write(dirfd, name, text, strlen(text), c->job_gid, err);
 }
 
 /* ---- status.yaml ---- */

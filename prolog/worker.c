@@ -12,6 +12,7 @@
 #include <sodium.h>
 #include "agent_impl.h"
 #include "toposcope/emit.h"
+#include "toposcope/spool.h"
 #include "toposcope/textout.h"
 
 #define HELLO_EVERY_MS 20          /* worker retries before it holds the key */
@@ -301,18 +302,12 @@ int worker_fallback(worker *w, const char *reason, ts_error *err)
     size_t len;
     FILE *m = open_memstream(&s, &len);
     if (m) {
-        fprintf(m, "# toposcope job status, written by the node agents\njob: %u\nmode: %s\n", c->job,
-                c->mode);
-        fprintf(m, "status: fallback\nreason: ");
-        ts_emit_yaml_string(m, reason);
-        fprintf(m, "\nleader: ");
-        ts_emit_yaml_string(m, c->names[0]);
-        fprintf(m, "\nnodes: %d\nmeasured_nodes: 0\nunreachable: [", c->nnodes);
-        for (int i = 0; i < c->nnodes; i++) {
-            fputs(i ? ", " : "", m);
-            ts_emit_yaml_string(m, c->names[i]);
-        }
-        fprintf(m, "]\nfallback_order: hostlist\n");
+        char job[16];
+        snprintf(job, sizeof job, "%u", c->job);
+        ts_status_head head = {.job = job, .mode = c->mode, .status = "fallback", .reason = reason,
+                               .leader = c->names[0], .nodes = c->nnodes, .measured_nodes = 0,
+                               .unreachable = c->names, .nunreachable = c->nnodes};
+        ts_status_emit_head(m, &head);
         if (ferror(m) | fclose(m)) {
             free(s);
             s = NULL;

@@ -26,6 +26,7 @@
 #include "toposcope/hints_read.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/siteconf.h"
+#include "toposcope/spool.h"
 
 SPANK_PLUGIN(toposcope, 1);
 
@@ -41,7 +42,6 @@ SPANK_PLUGIN(toposcope, 1);
 #define KILL_GRACE_MS 180
 #define STDERR_KEEP 1024
 #define EPILOG_BUDGET_MS 5000
-#define STATUS_MAX_BYTES (4 << 20)
 /* the spool parent (spool with %n expanded), the job's directory in it, a file in that */
 #define PARENT_MAX (TS_SITECONF_PATH_MAX + 512)
 #define DIR_MAX (PARENT_MAX + 16)
@@ -152,23 +152,15 @@ static int job_wants(spank_t sp, char *policy, size_t max)
     return 1;
 }
 
-/* spool with %n replaced by the node's name */
-static void spool_parent(const char *node, char *out, size_t max)
+/* spool with %n replaced by the node's name (lib/site/spool.c); -1, logged, when it is too long */
+static int spool_parent(const char *node, char *out, size_t max)
 {
-    size_t o = 0;
-    for (const char *p = conf.spool; *p && o + 1 < max; p++) {
-        if (p[0] == '%' && p[1] == 'n') {
-            o += (size_t)snprintf(out + o, max - o, "%s", node);
-            if (o >= max)
-                o = max - 1;
-            p++;
-        } else {
-            out[o++] = *p;
-        }
-    }
-    out[o] = '\0';
+    ts_error err = {{0}};
+    if (ts_spool_parent(conf.spool, node, out, max, &err) == TS_OK)
+        return 0;
+    slurm_error("toposcope: %s (spool in %s)", err.text, conf_path);
+    return -1;
 }
-
 static double now_ms(void)
 {
     struct timespec ts;
@@ -196,43 +188,40 @@ static void make_parents(const char *path)
 }
 
 /* Written when the agent left no status.yaml (killed, or it could not start), so the job's
- * tasks still learn why. Best effort: a spool that cannot be written is logged already. */
+ * tasks still learn why. Best effort: a spool that cannot be written is logged. */
 static void write_fallback_status(const char *parent, uint32_t job, gid_t gid, const char *why)
 {
-    char dir[DIR_MAX], path[FILE_MAX], tmp[FILE_MAX];
-    snprintf(dir, sizeof dir, "%s/%u", parent, job);
-    snprintf(path, sizeof path, "%s/status.yaml", dir);
-    if (access(path, F_OK) == 0)
-        return;
-    if ((mkdir(parent, 0755) != 0 && errno != EEXIST) || (mkdir(dir, 0750) != 0 && errno != EEXIST))
-        return;
-    struct stat st;
-    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-        return;
-    if (chown(dir, geteuid(), gid) != 0)
-        return;
-    snprintf(tmp, sizeof tmp, "%s/.status.yaml.plugin", dir);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-    if (fd < 0)
-        return;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
+    char job_s[16];
+    snprintf(job_s, sizeof job_s, "%u", job);
+    ts_error err = {{0}};
+    int fd = ts_spool_open(parent, job_s, gid, &err);
+    if (fd < 0) {
+        slurm_error("toposcope: job %u: %s", job, err.text);
         return;
     }
-    fprintf(f, "# written by the SPANK plugin: the agent left no status\nstatus: fallback\nreason: \"");
-    for (const char *p = why; *p; p++)
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if ((unsigned char)*p >= 0x20)
-            fputc(*p, f);
-    fprintf(f, "\"\n");
-    int bad = ferror(f) | (fchown(fd, geteuid(), gid) != 0);
-    if ((fclose(f) != 0) | bad || rename(tmp, path) != 0)
-        unlink(tmp);
+    if (faccessat(fd, "status.yaml", F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        close(fd);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc = f ? TS_OK : ts_fail(&err, TS_ENOMEM, "out of memory");
+    if (f) {
+        fprintf(f, "# written by the SPANK plugin: the agent left no status\n");
+        ts_status_head head = {.job = job_s, .status = "fallback", .reason = why};
+        ts_status_emit_head(f, &head);
+        if (ferror(f) | fclose(f))
+            rc = ts_fail(&err, TS_ENOMEM, "out of memory");
+    }
+    if (rc == TS_OK)
+        rc = ts_spool_write(fd, "status.yaml", text, len, gid, &err);
+    if (rc != TS_OK)
+        slurm_error("toposcope: job %u: cannot write %s/%s/status.yaml: %s", job, parent, job_s,
+                    err.text);
+    free(text);
+    close(fd);
 }
-
 /* The agent's stderr, one line: newlines become "; ". */
 static void one_line(char *s)
 {
@@ -339,7 +328,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         (stat(policy, &pst) != 0 || (pst.st_uid != uid && !(pst.st_mode & S_IROTH))))
         snprintf(policy, sizeof policy, "%s", "refused-policy-file-not-owned-by-the-user");
     char parent[PARENT_MAX], budget[32], pbase[16], pspan[16];
-    spool_parent(self, parent, sizeof parent);
+    if (spool_parent(self, parent, sizeof parent) != 0)
+        return 0;
     snprintf(budget, sizeof budget, "%ld", conf.budget_ms);
     snprintf(pbase, sizeof pbase, "%ld", conf.port_base);
     snprintf(pspan, sizeof pspan, "%ld", conf.port_span);
@@ -386,65 +376,13 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 
 /* ---- task_init: the environment ---- */
 
-typedef struct status_info {
-    char status[32], reason[1024], placement[16], placement_reason[1024], unreachable[1024];
-    int export_mca;
-} status_info;
-
-/* A status.yaml scalar: "quoted" (\" and \\ undone, \xNN kept as text) or plain. */
-static void yaml_value(const char *v, char *out, size_t max)
+/* "a,b,c" cut at max (the nodes the agents could not measure, for TOPOSCOPE_UNREACHABLE) */
+static void join_names(char *const *names, int n, char *out, size_t max)
 {
     size_t o = 0;
-    if (*v != '"') {
-        while (*v && *v != '\n' && o + 1 < max)
-            out[o++] = *v++;
-    } else {
-        for (v++; *v && *v != '"' && *v != '\n' && o + 1 < max; v++) {
-            if (*v == '\\' && (v[1] == '"' || v[1] == '\\'))
-                v++;
-            out[o++] = *v;
-        }
-    }
-    out[o] = '\0';
-}
-
-/* ["a", "b"] (from after the '[') as "a,b". */
-static void name_list(const char *v, char *out, size_t max)
-{
-    size_t o = 0;
-    for (; *v && *v != ']' && *v != '\n' && o + 1 < max; v++)
-        if (*v != '"' && *v != ' ')
-            out[o++] = *v;
-    out[o] = '\0';
-}
-
-static int read_status(const char *dir, status_info *s)
-{
-    char path[FILE_MAX];
-    snprintf(path, sizeof path, "%s/status.yaml", dir);
-    memset(s, 0, sizeof *s);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    char line[2048];
-    long bytes = 0;
-    while (fgets(line, sizeof line, f) && bytes < STATUS_MAX_BYTES) {
-        bytes += (long)strlen(line);
-        if (strncmp(line, "status: ", 8) == 0)
-            yaml_value(line + 8, s->status, sizeof s->status);
-        else if (strncmp(line, "reason: ", 8) == 0)
-            yaml_value(line + 8, s->reason, sizeof s->reason);
-        else if (strncmp(line, "placement: ", 11) == 0)
-            yaml_value(line + 11, s->placement, sizeof s->placement);
-        else if (strncmp(line, "placement_reason: ", 18) == 0)
-            yaml_value(line + 18, s->placement_reason, sizeof s->placement_reason);
-        else if (strncmp(line, "placement_export_mca: true", 26) == 0)
-            s->export_mca = 1;
-        else if (strncmp(line, "unreachable: [", 14) == 0)
-            name_list(line + 14, s->unreachable, sizeof s->unreachable);
-    }
-    fclose(f);
-    return s->status[0] ? 0 : -1;
+    out[0] = '\0';
+    for (int i = 0; i < n && o + 1 < max; i++)
+        o += (size_t)snprintf(out + o, max - o, "%s%s", i ? "," : "", names[i]);
 }
 
 static void set_env(void *ctx, const char *key, const char *value)
@@ -512,25 +450,35 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     spank_get_item(sp, S_JOB_ID, &job);
     char node[256], parent[PARENT_MAX], dir[DIR_MAX], path[FILE_MAX + 128];
     node_name(sp, node, sizeof node);
-    spool_parent(node, parent, sizeof parent);
+    if (spool_parent(node, parent, sizeof parent) != 0) {
+        set_env(sp, "TOPOSCOPE_STATUS", "fallback");
+        set_env(sp, "TOPOSCOPE_REASON", "the site's spool setting is too long (slurmd's log says more)");
+        return 0;
+    }
     snprintf(dir, sizeof dir, "%s/%u", parent, job);
     set_env(sp, "TOPOSCOPE_DIR", dir);
-    status_info s;
-    if (read_status(dir, &s) != 0) {
+    ts_status s;
+    ts_error err = {{0}};
+    if (ts_status_load(&s, dir, &err) != TS_OK || !s.present) {
         set_env(sp, "TOPOSCOPE_STATUS", "fallback");
         snprintf(path, sizeof path, "no %s/status.yaml: the prolog could not write the job's "
                  "spool directory (slurmd's log says why)", dir);
-        set_env(sp, "TOPOSCOPE_REASON", path);
+        set_env(sp, "TOPOSCOPE_REASON", err.text[0] ? err.text : path);
         return 0;
     }
     set_env(sp, "TOPOSCOPE_STATUS", s.status);
     set_env(sp, "TOPOSCOPE_REASON", s.reason);
-    if (s.unreachable[0])
-        set_env(sp, "TOPOSCOPE_UNREACHABLE", s.unreachable);
+    if (s.nunreachable > 0) {
+        char names[1024];
+        join_names(s.unreachable, s.nunreachable, names, sizeof names);
+        set_env(sp, "TOPOSCOPE_UNREACHABLE", names);
+    }
     set_env(sp, "TOPOSCOPE_PLACEMENT", s.placement[0] ? s.placement : "none");
     if (s.placement_reason[0])
         set_env(sp, "TOPOSCOPE_PLACEMENT_REASON", s.placement_reason);
-    if (strcmp(s.placement, "placed") != 0)
+    int placed = strcmp(s.placement, "placed") == 0, export_mca = s.export_mca;
+    ts_status_free(&s);
+    if (!placed)
         return 0;
     static const char *const files[][2] = {{"TOPOSCOPE_RANKFILE", "rankfile"},
                                            {"TOPOSCOPE_HOSTFILE", "hostfile"},
@@ -540,7 +488,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         snprintf(path, sizeof path, "%s/%s", dir, files[k][1]);
         set_env(sp, files[k][0], path);
     }
-    if (s.export_mca) {
+    if (export_mca) {
         snprintf(path, sizeof path, "%s/rankfile", dir);
         set_env(sp, "OMPI_MCA_rmaps_rank_file_path", path);
     }
@@ -556,7 +504,6 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         return 0;
     snprintf(path, sizeof path, "%s/hints.yaml", dir);
     ts_hints h;
-    ts_error err;
     int m = task_member(path, node, global, local, &h, &err);
     if (m < 0)
         return 0;
@@ -571,29 +518,14 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
 /* ---- job_epilog ---- */
 
-/* The job's directory and the files in it (no subdirectories are made there); never through
- * a symlink. */
+/* The job's directory and its files (lib/site/spool.c), logged when it stays. */
 static void remove_job_dir(const char *parent, uint32_t job)
 {
-    char name[16];
-    snprintf(name, sizeof name, "%u", job);
-    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (pfd < 0)
-        return;
-    int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-                unlinkat(fd, e->d_name, 0);
-        closedir(d);
-    } else if (fd >= 0) {
-        close(fd);
-    }
-    if (unlinkat(pfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
-        slurm_error("toposcope: job %u: cannot remove %s/%s: %m", job, parent, name);
-    close(pfd);
+    char job_s[16];
+    snprintf(job_s, sizeof job_s, "%u", job);
+    ts_error err = {{0}};
+    if (ts_spool_remove(parent, job_s, &err) != TS_OK)
+        slurm_error("toposcope: job %u: %s", job, err.text);
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
@@ -607,7 +539,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || !self)
         return 0;
     char parent[PARENT_MAX];
-    spool_parent(self, parent, sizeof parent);
+    if (spool_parent(self, parent, sizeof parent) != 0)
+        return 0;
     /* toposcope-epilog records the job's link anomalies from the spool (and removes it); the
      * plugin removes whatever is left, so a failed or missing recorder never leaves a spool. */
     if (conf.epilog[0] && access(conf.epilog, X_OK) == 0) {

@@ -1,0 +1,346 @@
+/* toposcope — the job spool and its status.yaml (see toposcope/spool.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "toposcope/spool.h"
+#include "toposcope/textout.h"
+#include "util/ydoc.h"
+
+/* ---- the directory ---- */
+
+int ts_spool_parent(const char *spool, const char *node, char *out, size_t max, ts_error *err)
+{
+    size_t o = 0;
+    for (const char *p = spool; *p; p++) {
+        const char *piece = p;
+        size_t n = 1;
+        if (p[0] == '%' && p[1] == 'n') {
+            piece = node;
+            n = strlen(node);
+            p++;
+        }
+        if (o + n >= max)
+            return ts_fail(err, TS_EINPUT, "spool '%s' with %%n = '%s' is longer than %zu bytes",
+                           spool, node, max - 1);
+        memcpy(out + o, piece, n);
+        o += n;
+    }
+    out[o] = '\0';
+    return TS_OK;
+}
+
+/* A job id as Slurm prints it ("123", "123_4" for an array task): never "..", never a path. */
+static int job_name_ok(const char *job)
+{
+    return job && job[0] >= '0' && job[0] <= '9' && strlen(job) < 32 &&
+           strspn(job, "0123456789_.") == strlen(job);
+}
+
+/* An opened directory must be the caller's own: someone else's would let them read or swap
+ * the job's files. */
+static int own_dir(int fd, const char *what, const char *name, ts_error *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return ts_fail(err, TS_ESYS, "cannot stat %s%s: %s", what, name, strerror(e));
+    }
+    if (st.st_uid != geteuid()) {
+        close(fd);
+        return ts_fail(err, TS_EINPUT, "%s%s belongs to uid %u, not to uid %u: remove it or "
+                       "choose another directory", what, name, (unsigned)st.st_uid,
+                       (unsigned)geteuid());
+    }
+    return fd;
+}
+
+int ts_spool_open(const char *parent, const char *job, gid_t gid, ts_error *err)
+{
+    if (!job_name_ok(job))
+        return ts_fail(err, TS_EINPUT, "job id '%s': wanted digits, '_' and '.'", job ? job : "");
+    /* the parent: created if missing (0755, like /var/spool), but never a symlink */
+    if (mkdir(parent, 0755) != 0 && errno != EEXIST)
+        return ts_fail(err, TS_ESYS, "cannot create spool directory %s: %s (set spool in "
+                       "toposcope.yaml)", parent, strerror(errno));
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return ts_fail(err, TS_ESYS, "cannot open spool directory %s: %s", parent,
+                       strerror(errno));
+    if (mkdirat(pfd, job, 0700) != 0 && errno != EEXIST) {
+        int e = errno;
+        close(pfd);
+        return ts_fail(err, TS_ESYS, "cannot create %s/%s: %s", parent, job, strerror(e));
+    }
+    int fd = openat(pfd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(pfd);
+    if (fd < 0)
+        return ts_fail(err, TS_ESYS, "cannot open %s/%s: %s", parent, job, strerror(e));
+    char where[TS_SPOOL_PATH_MAX];
+    snprintf(where, sizeof where, "%s/", parent);
+    fd = own_dir(fd, where, job, err);
+    if (fd < 0)
+        return fd;
+    if (fchown(fd, geteuid(), gid) != 0 || fchmod(fd, 0750) != 0) {
+        e = errno;
+        close(fd);
+        return ts_fail(err, TS_ESYS, "cannot set owner/mode of %s/%s: %s", parent, job,
+                       strerror(e));
+    }
+    return fd;
+}
+
+int ts_spool_open_dir(const char *dir, ts_error *err)
+{
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST)
+        return ts_fail(err, TS_ESYS, "cannot create %s: %s (choose another --out)", dir,
+                       strerror(errno));
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return ts_fail(err, TS_ESYS, "cannot open %s: %s (--out wants a directory, not a symlink)",
+                       dir, strerror(errno));
+    return own_dir(fd, "", dir, err);
+}
+
+int ts_spool_write(int dirfd, const char *name, const char *text, size_t len, gid_t gid,
+                   ts_error *err)
+{
+    int rc = ts_write_file_at(dirfd, name, text, len, 0640, err);
+    if (rc != TS_OK || gid == (gid_t)-1)
+        return rc;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown(fd, geteuid(), gid) != 0)
+        rc = ts_fail(err, TS_ESYS, "cannot set the group of %s: %s", name, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int ts_spool_read(int dirfd, const char *name, size_t max, char **text, size_t *len,
+                  ts_error *err)
+{
+    *text = NULL;
+    *len = 0;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? TS_OK
+                               : ts_fail(err, TS_ESYS, "cannot open %s: %s", name, strerror(errno));
+    size_t cap = max < 8192 ? max : 8192, n = 0;
+    char *b = malloc(cap + 1);
+    int rc = b ? TS_OK : ts_fail(err, TS_ENOMEM, "out of memory");
+    while (rc == TS_OK) {
+        if (n == cap && cap >= max) {
+            /* full: one byte more means the file is over the bound */
+            char extra;
+            ssize_t more = read(fd, &extra, 1);
+            if (more > 0)
+                rc = ts_fail(err, TS_ELIMIT, "%s is larger than %zu bytes", name, max);
+            else if (more < 0)
+                rc = ts_fail(err, TS_ESYS, "cannot read %s: %s", name, strerror(errno));
+            break;
+        }
+        if (n == cap) {
+            size_t ncap = cap * 2 < max ? cap * 2 : max;
+            char *nb = realloc(b, ncap + 1);
+            if (!nb) {
+                rc = ts_fail(err, TS_ENOMEM, "out of memory");
+                break;
+            }
+            b = nb;
+            cap = ncap;
+        }
+        ssize_t got = read(fd, b + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            rc = ts_fail(err, TS_ESYS, "cannot read %s: %s", name, strerror(errno));
+        else if (got == 0)
+            break;
+        else
+            n += (size_t)got;
+    }
+    close(fd);
+    if (rc != TS_OK) {
+        free(b);
+        return rc;
+    }
+    b[n] = '\0';
+    *text = b;
+    *len = n;
+    return TS_OK;
+}
+
+int ts_spool_remove(const char *parent, const char *job, ts_error *err)
+{
+    if (!job_name_ok(job))
+        return ts_fail(err, TS_EINPUT, "job id '%s': wanted digits, '_' and '.'", job ? job : "");
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return errno == ENOENT ? TS_OK
+                               : ts_fail(err, TS_ESYS, "cannot open %s: %s", parent, strerror(errno));
+    /* the job's files first (the agents make no subdirectories there) */
+    int fd = openat(pfd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                unlinkat(fd, e->d_name, 0);
+        closedir(d);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    int rc = TS_OK;
+    if (unlinkat(pfd, job, AT_REMOVEDIR) != 0 && errno != ENOENT)
+        rc = ts_fail(err, TS_ESYS, "cannot remove %s/%s: %s", parent, job, strerror(errno));
+    close(pfd);
+    return rc;
+}
+
+/* ---- status.yaml: writing ---- */
+
+void ts_status_emit_head(FILE *f, const ts_status_head *h)
+{
+    fprintf(f, "# toposcope job status\njob: %s\n", h->job);
+    if (h->mode)
+        fprintf(f, "mode: %s\n", h->mode);
+    fprintf(f, "status: %s\nreason: ", h->status);
+    ts_emit_yaml_string(f, h->reason);
+    fputc('\n', f);
+    if (!h->leader)
+        return;
+    fprintf(f, "leader: ");
+    ts_emit_yaml_string(f, h->leader);
+    fprintf(f, "\nnodes: %d\nmeasured_nodes: %d\nunreachable: [", h->nodes, h->measured_nodes);
+    for (int i = 0; i < h->nunreachable; i++) {
+        fputs(i ? ", " : "", f);
+        ts_emit_yaml_string(f, h->unreachable[i]);
+    }
+    fprintf(f, "]\nfallback_order: hostlist\n");
+}
+
+void ts_status_emit_placement(FILE *f, const char *outcome, const char *policy,
+                              const char *reason, int export_mca)
+{
+    fprintf(f, "# placement in the prolog\nplacement: %s\nplacement_policy: ", outcome);
+    ts_emit_yaml_string(f, policy ? policy : "");
+    fprintf(f, "\nplacement_reason: ");
+    ts_emit_yaml_string(f, reason);
+    /* the plugin exports OMPI_MCA_rmaps_rank_file_path when this says so */
+    fprintf(f, "\nplacement_export_mca: %s\n", export_mca ? "true" : "false");
+}
+
+/* ---- status.yaml: reading ---- */
+
+/* A scalar into out, cut to fit, control characters as spaces. */
+static int take_text(const ts_ydoc *d, int map, const char *key, char *out, size_t max,
+                     ts_error *err)
+{
+    out[0] = '\0';
+    int v = ts_ydoc_get(d, map, key);
+    if (v < 0)
+        return TS_OK;
+    if (d->v[v].type != TS_Y_SCALAR)
+        return ts_ydoc_fail(d, v, err, "'%s' wants a string, not a %s", key,
+                            ts_ydoc_type_name(&d->v[v]));
+    size_t n = d->v[v].len < max - 1 ? d->v[v].len : max - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)d->v[v].text[i];
+        out[i] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+    }
+    out[n] = '\0';
+    return TS_OK;
+}
+
+static int take_unreachable(const ts_ydoc *d, int map, ts_status *s, ts_error *err)
+{
+    int v = ts_ydoc_get(d, map, "unreachable");
+    if (v < 0 || ts_ydoc_is_null(&d->v[v]))
+        return TS_OK;
+    if (d->v[v].type != TS_Y_SEQ)
+        return ts_ydoc_fail(d, v, err, "'unreachable' wants a list of node names, not a %s",
+                            ts_ydoc_type_name(&d->v[v]));
+    s->unreachable = calloc((size_t)d->v[v].n + 1, sizeof *s->unreachable);
+    if (!s->unreachable)
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    for (int i = d->v[v].first; i >= 0; i = d->v[i].next) {
+        char name[256];
+        int rc = ts_ydoc_name(d, i, "unreachable", name, sizeof name, err);
+        if (rc != TS_OK)
+            return rc;
+        if (!(s->unreachable[s->nunreachable] = strdup(name)))
+            return ts_fail(err, TS_ENOMEM, "out of memory");
+        s->nunreachable++;
+    }
+    return TS_OK;
+}
+
+int ts_status_parse(ts_status *s, const char *text, size_t len, const char *src, ts_error *err)
+{
+    memset(s, 0, sizeof *s);
+    /* one name per node at most, and a few dozen keys */
+    const ts_ylimits lim = {.max_bytes = TS_STATUS_MAX_BYTES, .max_depth = 8, .max_nodes = 1 << 21};
+    ts_ydoc d;
+    int rc = ts_ydoc_parse(&d, text, len, src, &lim, err);
+    if (rc != TS_OK)
+        return rc;
+    int root = d.root;
+    if (root < 0 || d.v[root].type != TS_Y_MAP)
+        rc = root < 0 ? ts_fail(err, TS_EINPUT, "%s: empty, wanted the job's status", src)
+                      : ts_ydoc_fail(&d, root, err, "wanted a mapping of the job's status");
+    if (rc == TS_OK)
+        rc = take_text(&d, root, "status", s->status, sizeof s->status, err);
+    if (rc == TS_OK && !s->status[0])
+        rc = ts_ydoc_fail(&d, root, err, "no 'status'");
+    if (rc == TS_OK)
+        rc = take_text(&d, root, "reason", s->reason, sizeof s->reason, err);
+    if (rc == TS_OK)
+        rc = take_text(&d, root, "placement", s->placement, sizeof s->placement, err);
+    if (rc == TS_OK)
+        rc = take_text(&d, root, "placement_reason", s->placement_reason,
+                       sizeof s->placement_reason, err);
+    int mca = ts_ydoc_get(&d, root, "placement_export_mca");
+    if (rc == TS_OK && mca >= 0)
+        rc = ts_ydoc_bool(&d, mca, "placement_export_mca", &s->export_mca, err);
+    if (rc == TS_OK)
+        rc = take_unreachable(&d, root, s, err);
+    ts_ydoc_free(&d);
+    if (rc != TS_OK)
+        ts_status_free(s);
+    else
+        s->present = 1;
+    return rc;
+}
+
+int ts_status_load(ts_status *s, const char *dir, ts_error *err)
+{
+    memset(s, 0, sizeof *s);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? TS_OK
+                               : ts_fail(err, TS_ESYS, "cannot open %s: %s", dir, strerror(errno));
+    char *text;
+    size_t len;
+    int rc = ts_spool_read(fd, "status.yaml", TS_STATUS_MAX_BYTES, &text, &len, err);
+    close(fd);
+    if (rc != TS_OK || !text)
+        return rc;
+    char src[TS_SPOOL_PATH_MAX];
+    snprintf(src, sizeof src, "%s/status.yaml", dir);
+    rc = ts_status_parse(s, text, len, src, err);
+    free(text);
+    return rc;
+}
+
+void ts_status_free(ts_status *s)
+{
+    for (int i = 0; i < s->nunreachable; i++)
+        free(s->unreachable[i]);
+    free(s->unreachable);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,90 @@
+/* toposcope — the job spool and its status.yaml (lib/site/spool.c).
+ *
+ * Every node of a job that asked for toposcope gets a directory SPOOL/JOB (SPOOL is the site's
+ * `spool` setting with %n = the node's name). The node agents (prolog/) create it and leave the
+ * job's files there, status.yaml first among them; the plugin's task_init (spank/) reads
+ * status.yaml for the job's environment; the epilog recorder (epilog/) reads it for the job's
+ * record and removes the directory (the plugin removes what a missing recorder left). This
+ * module is the one place that knows the directory's rules and status.yaml's format:
+ *   - the directory is made and opened without following symlinks, belongs to the caller's
+ *     euid (root in the prolog) with the job's group, mode 0750: the job's user reads it
+ *     through its primary group, nobody else does; files are 0640, replaced atomically;
+ *   - status.yaml is one YAML mapping: a head every writer starts with (job, mode, status,
+ *     reason, the leader, the nodes and those not measured), then sections the writers append
+ *     (the leader's timings, each agent's counters, the placement); a reader takes the keys it
+ *     knows and ignores the others, so a section can grow without breaking it.
+ * Reading is bounded (TS_STATUS_MAX_BYTES) and every message names the file, line and column. */
+#ifndef TOPOSCOPE_SPOOL_H
+#define TOPOSCOPE_SPOOL_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "toposcope/error.h"
+
+#define TS_STATUS_MAX_BYTES (4u << 20)
+#define TS_SPOOL_PATH_MAX 4096
+
+/* SPOOL with every %n replaced by node, into out. TS_EINPUT when it does not fit in max. */
+int ts_spool_parent(const char *spool, const char *node, char *out, size_t max, ts_error *err);
+
+/* Create (if missing) and open PARENT/JOB: PARENT is made 0755 if missing and never followed
+ * through a symlink, nor is JOB; JOB must belong to the caller's euid, and gets group gid and
+ * mode 0750. job is a job id as Slurm prints it (digits, '_', '.'; never a path). Returns the
+ * directory's fd, or an error code (< 0). */
+int ts_spool_open(const char *parent, const char *job, gid_t gid, ts_error *err);
+/* A directory the caller names instead (toposcope probe --out): made 0750 if missing, an
+ * existing one keeps its mode; it must be a directory of the caller's euid, not a symlink. */
+int ts_spool_open_dir(const char *dir, ts_error *err);
+/* NAME in the job's directory, written atomically (ts_write_file_at), mode 0640, group gid
+ * (gid (gid_t)-1: the group stays the caller's). */
+int ts_spool_write(int dirfd, const char *name, const char *text, size_t len, gid_t gid,
+                   ts_error *err);
+/* NAME read whole (at most max bytes) into *text (malloc'd, NUL-terminated); *text is NULL
+ * and TS_OK returned when NAME does not exist. Never through a symlink. */
+int ts_spool_read(int dirfd, const char *name, size_t max, char **text, size_t *len,
+                  ts_error *err);
+/* Remove PARENT/JOB and the files in it, never through a symlink; a directory that is not
+ * there is no error. */
+int ts_spool_remove(const char *parent, const char *job, ts_error *err);
+
+/* ---- status.yaml ---- */
+
+/* The head every writer of status.yaml starts with. */
+typedef struct ts_status_head {
+    const char *job;
+    const char *mode;            /* "prolog", "step", ...; NULL: not written */
+    const char *status;          /* measured | partial | fallback */
+    const char *reason;
+    const char *leader;          /* NULL: not written, nor is anything below */
+    int nodes, measured_nodes;
+    char *const *unreachable;    /* the job's nodes not in the tree, hostlist order */
+    int nunreachable;
+} ts_status_head;
+
+void ts_status_emit_head(FILE *f, const ts_status_head *h);
+/* The section the placement in the prolog appends: its outcome (placed | none | failed), the
+ * policy, why, and whether the plugin exports OMPI_MCA_rmaps_rank_file_path. */
+void ts_status_emit_placement(FILE *f, const char *outcome, const char *policy,
+                              const char *reason, int export_mca);
+
+/* What the plugin and the epilog read back. Strings are cut to their buffers, control
+ * characters become spaces (they go into environment variables and logs). */
+typedef struct ts_status {
+    int present;                 /* 0: the file does not exist (nothing else is set) */
+    char status[32];
+    char reason[1024];
+    char placement[16];          /* "" when the prolog did not place */
+    char placement_reason[1024];
+    int export_mca;
+    int nunreachable;
+    char **unreachable;
+} ts_status;
+
+/* s is initialised first; on error it is empty (and freeable). */
+int ts_status_parse(ts_status *s, const char *text, size_t len, const char *src, ts_error *err);
+/* DIR/status.yaml; absent: TS_OK with s->present = 0. */
+int ts_status_load(ts_status *s, const char *dir, ts_error *err);
+void ts_status_free(ts_status *s);
+
+#endif
