@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "toposcope/emit.h"
 #include "toposcope/links.h"
 #include "toposcope/linksolve.h"
 #include "toposcope/linkreport.h"

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/anomaly.h"
-#include "toposcope/emit.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/treeyaml.h"

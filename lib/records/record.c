@@ -2,7 +2,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "toposcope/emit.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/record.h"
 #include "toposcope/textout.h"
