@@ -128,7 +128,7 @@ int ts_spool_read(int dirfd, const char *name, size_t max, char **text, size_t *
     *len = 0;
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? TS_OK
+        return errno == ENOENT || errno == ENOTDIR ? TS_OK
                                : ts_fail(err, TS_ESYS, "cannot open %s: %s", name, strerror(errno));
     size_t cap = max < 8192 ? max : 8192, n = 0;
     char *b = malloc(cap + 1);
@@ -181,7 +181,7 @@ int ts_spool_remove(const char *parent, const char *job, ts_error *err)
         return ts_fail(err, TS_EINPUT, "job id '%s': wanted digits, '_' and '.'", job ? job : "");
     int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (pfd < 0)
-        return errno == ENOENT ? TS_OK
+        return errno == ENOENT || errno == ENOTDIR ? TS_OK
                                : ts_fail(err, TS_ESYS, "cannot open %s: %s", parent, strerror(errno));
     /* the job's files first (the agents make no subdirectories there) */
     int fd = openat(pfd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -322,7 +322,7 @@ int ts_status_load(ts_status *s, const char *dir, ts_error *err)
     memset(s, 0, sizeof *s);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? TS_OK
+        return errno == ENOENT || errno == ENOTDIR ? TS_OK
                                : ts_fail(err, TS_ESYS, "cannot open %s: %s", dir, strerror(errno));
     char *text;
     size_t len;

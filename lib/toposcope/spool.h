@@ -83,7 +83,7 @@ typedef struct ts_status {
 
 /* s is initialised first; on error it is empty (and freeable). */
 int ts_status_parse(ts_status *s, const char *text, size_t len, const char *src, ts_error *err);
-/* DIR/status.yaml; absent: TS_OK with s->present = 0. */
+/* DIR/status.yaml; absent (or DIR cannot exist: a file on its path): TS_OK, s->present = 0. */
 int ts_status_load(ts_status *s, const char *dir, ts_error *err);
 void ts_status_free(ts_status *s);
 

@@ -187,6 +187,8 @@ static void test_status(void)
     ts_status_free(&s);
     ok(ts_status_load(&s, "/nonexistent/dir", &err) == TS_OK && !s.present,
        "a missing directory: present = 0");
+    ok(ts_status_load(&s, "/etc/passwd/11", &err) == TS_OK && !s.present,
+       "a directory under a file (an unwritable spool): present = 0");
 }
 
 int main(void)
