@@ -26,8 +26,8 @@ double now_us(void)
 void agent_config_default(agent_config *c)
 {
     memset(c, 0, sizeof *c);
-    c->port_base = 47000;
-    c->port_span = 1000;
+    c->port_base = 900;           /* privileged: no user can squat or answer from them */
+    c->port_span = 100;
     c->port_candidates = 4;
     c->budget_ms = 5000;
     ts_stop_rule_default(&c->rule);
@@ -172,7 +172,7 @@ static int step_exchange(agent_config *c, leader *L, worker *w, ts_error *err)
         creds = calloc((size_t)c->nnodes, sizeof(char *));
         rc = creds ? 0 : -1;
         for (int i = 0; i < c->nnodes && rc == 0; i++)
-            if (!(creds[i] = leader_cred(L, why, sizeof why)))
+            if (!(creds[i] = leader_cred(L, i, why, sizeof why)))
                 rc = -1;
         x.creds = creds;
     }

@@ -24,8 +24,9 @@
 
 enum { F_TOPOLOGY, F_TREE, F_LINKS, F_STATUS, NFILES };
 
-/* The credential's payload: job and step (big-endian) and the session key. */
-#define CRED_PAYLOAD (8 + WIRE_KEY_BYTES)
+/* The credential's payload: job, step and the node index it was made for (big-endian), and the
+ * session key. The index binds a credential to one node: replayed to another, it is refused. */
+#define CRED_PAYLOAD (12 + WIRE_KEY_BYTES)
 
 typedef struct worker {
     const agent_config *c;
@@ -35,6 +36,7 @@ typedef struct worker {
     wire_keys keys;
     int have_key, admitted;
     char leader_why[256];          /* why the leader was not usable, for the fallback reason */
+    double next_decode_us;         /* no credential decode before this (now_us clock) */
     wire_counters cnt;
     wire_window *win;              /* nnodes + 1 */
     uint64_t seq;
@@ -121,7 +123,7 @@ int worker_accept_cred(worker *w, const char *cred);
 /* leader.c: the leader's rendezvous, the datagrams every phase handles, and its results */
 void leader_send(leader *L, int type, const void *payload, size_t len,
                  const struct sockaddr_in *to);
-char *leader_cred(leader *L, char *why, size_t whylen);
+char *leader_cred(leader *L, int node, char *why, size_t whylen);
 int leader_common(leader *L, const wire_hdr *h, const struct sockaddr_in *from, int admitting);
 ssize_t leader_recv(leader *L, double until, uint8_t *buf, size_t cap, wire_hdr *h,
                     struct sockaddr_in *from, const uint8_t **payload);

@@ -33,14 +33,15 @@ static void put_be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-/* A credential holding the session key for this job and step (malloc'd), or NULL and why. */
-char *leader_cred(leader *L, char *why, size_t whylen)
+/* A credential holding the session key for this job, step and node (malloc'd), or NULL and why. */
+char *leader_cred(leader *L, int node, char *why, size_t whylen)
 {
     const agent_config *c = L->c;
     uint8_t pl[CRED_PAYLOAD];
     put_be32(pl, c->job);
     put_be32(pl + 4, c->step);
-    memcpy(pl + 8, L->key, WIRE_KEY_BYTES);
+    put_be32(pl + 8, (uint32_t)node);
+    memcpy(pl + 12, L->key, WIRE_KEY_BYTES);
     char *cred = c->keyx.encode(c->keyx.ctx, pl, sizeof pl, why, whylen);
     sodium_memzero(pl, sizeof pl);
     return cred;
@@ -59,13 +60,17 @@ int leader_common(leader *L, const wire_hdr *h, const struct sockaddr_in *from, 
     if (h->type == WIRE_HELLO) {
         /* Only from the node's own address: a HELLO is unauthenticated, and answering it from
          * anywhere would make the leader a credential reflector. */
-        if (!admitting || c->rdv.exchange || !same_ip(from, &c->addrs[i]) || L->joined[i]) {
+        if (!same_ip(from, &c->addrs[i])) {
+            L->cnt.drop[WIRE_DROP_ADDRESS]++;
+            return 1;
+        }
+        if (!admitting || c->rdv.exchange || L->joined[i]) {
             L->cnt.drop[WIRE_DROP_UNEXPECTED]++;
             return 1;
         }
         if (!L->cred[i]) {
             char why[160];
-            L->cred[i] = leader_cred(L, why, sizeof why);
+            L->cred[i] = leader_cred(L, i, why, sizeof why);
             if (!L->cred[i]) {
                 agent_err(c, "%s", why);
                 return 1;
@@ -78,6 +83,12 @@ int leader_common(leader *L, const wire_hdr *h, const struct sockaddr_in *from, 
         return 1;
     }
     if (h->type == WIRE_JOIN) {
+        /* The MAC says a key holder sent it; only the node's own address makes it the node's,
+         * or a key holder elsewhere could stand between the leader and that node. */
+        if (!same_ip(from, &c->addrs[i])) {
+            L->cnt.drop[WIRE_DROP_ADDRESS]++;
+            return 1;
+        }
         if (!L->joined[i] && admitting) {
             L->joined[i] = 1;
             L->addr[i] = *from;

@@ -45,9 +45,10 @@ static void usage(FILE *out)
             "                       $SLURM_JOB_CPUS_PER_NODE; neither: every CPU of a node)\n"
             "  --ntasks N           ranks to place (default: $SLURM_NTASKS, else every allocated CPU)\n"
             AGENT_COMMON_OPTIONS_HELP
-            "  --port-base P        first port of the leader's range (default 47000)\n"
-            "  --port-span K        ports in the range (default 1000): the leader listens on\n"
-            "                       P + (ID mod K), or the next one when that is busy\n"
+            "  --port-base P        first port of the leader's range (default 900)\n"
+            "  --port-span K        ports in the range (default 100): the leader listens on\n"
+            "                       P + (ID mod K), or the next one when that is busy; keep the\n"
+            "                       range below 1024, where no user can take or answer from it\n"
             "  --spool DIR          parent of the job's directory (default /var/spool/toposcope)\n"
             "  --uid UID --gid GID  the job's user and group: the job directory is group GID, 0750\n"
             "                       (default: $SLURM_JOB_UID, $SLURM_JOB_GID; without a gid, the\n"
@@ -136,12 +137,12 @@ int main(int argc, char **argv)
         case O_CPN: cpus_per_node = optarg; break;
         case O_NTASKS: ntasks_s = optarg; break;
         case O_PBASE:
-            if (agent_parse_uint(optarg, 65535, &v) || v < 1024)
-                return bad("--port-base wants a port 1024..65535, not '%s'", optarg);
+            if (agent_parse_uint(optarg, 65535, &v) || v < 1)
+                return bad("--port-base wants a port 1..65535, not '%s'", optarg);
             c.port_base = (int)v;
             break;
         case O_PSPAN:
-            if (agent_parse_uint(optarg, 64511, &v) || v < 1)
+            if (agent_parse_uint(optarg, 65535, &v) || v < 1)
                 return bad("--port-span wants a count of ports >= 1, not '%s'", optarg);
             c.port_span = (int)v;
             break;

@@ -6,7 +6,7 @@
 
 static const char *const drop_names[WIRE_DROP_END] = {
     "short", "magic", "version", "type", "flags", "job", "length", "sender", "auth", "replay",
-    "payload", "unexpected",
+    "payload", "unexpected", "address", "rate",
 };
 
 const char *wire_drop_name(wire_drop d)

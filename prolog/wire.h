@@ -70,6 +70,9 @@ typedef enum wire_drop {
     WIRE_DROP_REPLAY,        /* sequence number seen before or too old */
     WIRE_DROP_PAYLOAD,       /* authenticated, but the payload does not decode */
     WIRE_DROP_UNEXPECTED,    /* a valid message this role or state has no use for */
+    WIRE_DROP_ADDRESS,       /* from an address that may not send it (KEY not from the leader's
+                              * ports, HELLO or JOIN not from the node's own address) */
+    WIRE_DROP_RATE,          /* unauthenticated work past its rate (credential decodes) */
     WIRE_DROP_END
 } wire_drop;
 

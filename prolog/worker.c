@@ -17,6 +17,8 @@
 
 #define HELLO_EVERY_MS 20          /* worker retries before it holds the key */
 #define JOIN_EVERY_MS 30
+#define KEY_DECODE_EVERY_MS 5      /* at most one credential decode per this (a leader's KEY
+                                    * comes once per HELLO, every HELLO_EVERY_MS) */
 #define SPIN_EARLY_US 60           /* busy-poll from this long before the expected reply ... */
 #define SPIN_LATE_US 120           /* ... until this long after it, sleep outside that window */
 #define LINGER_MS 60               /* a worker stays this long after DONE to re-acknowledge */
@@ -342,20 +344,46 @@ int worker_accept_cred(worker *w, const char *cred)
         w->cnt.drop[WIRE_DROP_AUTH]++;
         return -1;
     }
-    uint32_t job = len == CRED_PAYLOAD ? get_be32(pl) : 0, step = len == CRED_PAYLOAD ? get_be32(pl + 4) : 0;
-    if (uid != c->keyx.expect_uid || len != CRED_PAYLOAD || job != c->job || step != c->step) {
+    int whole = len == CRED_PAYLOAD;
+    uint32_t job = whole ? get_be32(pl) : 0, step = whole ? get_be32(pl + 4) : 0;
+    uint32_t node = whole ? get_be32(pl + 8) : UINT32_MAX;
+    if (uid != c->keyx.expect_uid || !whole || job != c->job || step != c->step ||
+        node != (uint32_t)c->self) {
         snprintf(w->leader_why, sizeof w->leader_why,
-                 "the leader's credential was made by uid %u for job %u step %d (want uid %u, job %u step %d)",
-                 (unsigned)uid, job, (int)step, (unsigned)c->keyx.expect_uid, c->job, (int)c->step);
+                 "the leader's credential was made by uid %u for job %u step %d node %d (want uid "
+                 "%u, job %u step %d node %d)", (unsigned)uid, job, (int)step, (int)node,
+                 (unsigned)c->keyx.expect_uid, c->job, (int)c->step, c->self);
         w->cnt.drop[WIRE_DROP_AUTH]++;
         sodium_memzero(pl, sizeof pl);
         return -1;
     }
-    memcpy(w->key, pl + 8, WIRE_KEY_BYTES);
+    memcpy(w->key, pl + 12, WIRE_KEY_BYTES);
     sodium_memzero(pl, sizeof pl);
     wire_keys_derive(&w->keys, w->key);
     w->have_key = 1;
     return 0;
+}
+
+/* A KEY is worth a credential decode (MUNGE: a round trip to munged) only from the leader's
+ * node, from one of the leader's ports, and not more often than a leader resends it: the
+ * rest is someone else's, or a flood. */
+static int key_sender_ok(worker *w, const struct sockaddr_in *from)
+{
+    const agent_config *c = w->c;
+    int port_ok = 0;
+    for (int k = 0; k < c->port_candidates && !port_ok; k++)
+        port_ok = ntohs(from->sin_port) == agent_port_candidate(c, k);
+    if (c->rdv.exchange || from->sin_addr.s_addr != c->addrs[0].sin_addr.s_addr || !port_ok) {
+        w->cnt.drop[WIRE_DROP_ADDRESS]++;
+        return 0;
+    }
+    double t = now_us();
+    if (t < w->next_decode_us) {
+        w->cnt.drop[WIRE_DROP_RATE]++;
+        return 0;
+    }
+    w->next_decode_us = t + KEY_DECODE_EVERY_MS * 1e3;
+    return 1;
 }
 
 static int worker_take_key(worker *w, const uint8_t *payload, const wire_hdr *h)
@@ -401,6 +429,8 @@ int worker_run(worker *w)
         if (!payload)
             continue;
         if (h.type == WIRE_KEY && h.sender == WIRE_LEADER && !w->have_key) {
+            if (!key_sender_ok(w, &from))
+                continue;
             if (worker_take_key(w, payload, &h) == 0) {
                 w->leader = from;
                 next_join = 0;

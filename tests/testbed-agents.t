@@ -27,7 +27,7 @@ BUDGET=5000          # ms, the healthy runs
 FAULT_BUDGET=3000    # ms, the runs where something is broken
 GRACE=200            # ms the issue allows past the budget
 
-tb_tap_begin 45 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
+tb_tap_begin 48 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
 command -v python3 >/dev/null || bail_out "python3 is needed to forge datagrams"
 
 # ---- 8 nodes ------------------------------------------------------------------------------------
@@ -155,26 +155,69 @@ for i in range(50):
     s.sendto(hdr(RESULT, job, 1, 68, 2000 + i) + body[:20], (host, port))                  # truncated
     s.sendto(hdr(RESULT, job, 1, 68, 3000 + i) + os.urandom(1300), (host, port))           # oversized
     s.sendto(os.urandom(1 + i * 7), (host, port))                                          # random
+    s.sendto(hdr(1, job, 2, 0, 4000 + i), (host, port))                  # HELLO claiming node3
+    s.sendto(hdr(3, job, 2, 0, 5000 + i) + os.urandom(16), (host, port)) # JOIN claiming node3
 EOF
 tb_agents_launch 541 $BUDGET "$N8"
 # once the leader listens: its log names the port (the job's, or the next free one)
 tb_wait_for 5 grep -q 'leads job 541 on port' "$work/541/node1.log"
 port541=$(sed -n 's/.*leads job 541 on port \([0-9]*\).*/\1/p' "$work/541/node1.log")
 ip netns exec "$(tb_ns node2)" python3 "$work/forge.py" node1 "${port541:-0}" 541 9>&-
-ok $? "forged 251 datagrams at the leader of job 541 (port ${port541:-?})"
+ok $? "forged 351 datagrams at the leader of job 541 (port ${port541:-?})"
 tb_agents_wait
 all_within 541 $BUDGET "$N8" > /dev/null
 ok $? "bad datagrams: every agent still finished in time"
 s=$(tb_agent_spool 541 node1)/status.yaml
 lw=$(grep '^leader_wire:' "$s")
 echo "# $lw"
-num() { echo "$lw" | sed -n "s/.* $1: \([0-9]*\).*/\1/p"; }
-[ "$(num auth)" -ge 50 ] && [ "$(num job)" -ge 50 ] && [ "$(num length)" -ge 100 ] && [ "$(num dropped)" -ge 250 ]
-ok $? "bad datagrams: the leader counted them (auth $(num auth), job $(num job), length $(num length), dropped $(num dropped))"
+wire_num() { echo "$1" | sed -n "s/.* $2: \([0-9]*\).*/\1/p"; }   # COUNTERS-LINE KEY
+num() { wire_num "$lw" "$1"; }
+[ "$(num auth)" -ge 100 ] && [ "$(num job)" -ge 50 ] && [ "$(num length)" -ge 100 ] &&
+  [ "$(num address)" -ge 50 ] && [ "$(num dropped)" -ge 350 ]
+ok $? "bad datagrams: the leader counted them (auth $(num auth), job $(num job), length $(num length), address $(num address), dropped $(num dropped))"
+# a HELLO claiming node3 from node2's address is never answered (no credential leaves for it);
+# a JOIN claiming node3 fails its MAC, and one that passed would still need node3's address
 [ "$(field "$s" status)" = measured ]
 ok $? "bad datagrams: the measurement is unharmed (status $(field "$s" status))"
 "$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(tb_agent_spool 541 node1)/tree.yaml" "$(tb_agent_spool 541 node1)/links.yaml" | grep -q '^tree_exact: true'
 ok $? "bad datagrams: the tree is still exact"
+
+# ---- KEY datagrams from where no leader is ------------------------------------------------------
+# Job 545's leader (node1) never starts, so node3's worker keeps asking for the key. KEYs come at
+# it from node2 (another node) and from node1 itself as an unprivileged user (the leader's node,
+# but not the leader's privileged ports): each is dropped for its address before any credential
+# is decoded (no "auth" drop), and node3 falls back at its deadline.
+cat > "$work/forge-key.py" <<'EOF'
+import socket, struct, sys, time
+host, port, job = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+cred = b'MUNGE:' + b'A' * 120 + b':'
+s.sendto(b'arp', (host, port))
+time.sleep(0.05)
+for i in range(20):
+    s.sendto(struct.pack('>IBBHIHHQ', 0x54534350, 1, 2, 0, job, 0xfffe, len(cred), 100 + i) + cred,
+             (host, port))
+    time.sleep(0.01)
+EOF
+worker_port() {   # NODE: the UDP port its agent's worker listens on
+  ip netns exec "$(tb_ns "$1")" ss -Hulnp | awk '/toposcope/ { sub(/.*:/, "", $4); print $4; exit }'
+}
+TB_AGENTS_ONLY=node3 tb_agents_launch 545 $BUDGET "$N8"
+tb_wait_for 5 eval '[ -n "$(worker_port node3)" ]'
+wport=$(worker_port node3)
+ip netns exec "$(tb_ns node2)" python3 "$work/forge-key.py" node3 "${wport:-0}" 545 9>&- &&
+  ip netns exec "$(tb_ns node1)" setpriv --reuid=65534 --regid=65534 --clear-groups \
+    /usr/bin/python3 - node3 "${wport:-0}" 545 < "$work/forge-key.py" 9>&-   # root opens the script
+ok $? "forged 40 KEYs at node3's worker (port ${wport:-?}): 20 from node2, 20 from node1 as nobody"
+tb_agents_wait
+s=$(tb_agent_spool 545 node3)/status.yaml
+w3=$(grep '^wire:' "$s")
+echo "# $w3"
+num() { wire_num "$w3" "$1"; }
+[ "$(num address)" -ge 40 ] && [ "$(num auth)" -eq 0 ]
+ok $? "forged KEYs: dropped for their address, none decoded (address $(num address), auth $(num auth))"
+[ "$(field "$s" status)" = fallback ]
+ok $? "forged KEYs: node3 falls back without its leader ($(field "$s" reason))"
 
 # ---- two jobs at once on overlapping nodes ------------------------------------------------------
 A=node1,node2,node3,node5,node6,node7 B=node3,node4,node5,node7,node8,node2

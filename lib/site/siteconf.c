@@ -25,8 +25,8 @@ void ts_siteconf_default(ts_siteconf *c, const char *prolog, const char *policy_
     snprintf(c->default_policy, sizeof c->default_policy, "compact");
     snprintf(c->policy_dir, sizeof c->policy_dir, "%s", policy_dir ? policy_dir : "");
     c->budget_ms = 2000;
-    c->port_base = 47000;
-    c->port_span = 1000;
+    c->port_base = 900;
+    c->port_span = 100;
     snprintf(c->spool, sizeof c->spool, "/var/spool/toposcope");
     snprintf(c->records, sizeof c->records, "/var/lib/toposcope/records");
     snprintf(c->prolog, sizeof c->prolog, "%s", prolog ? prolog : "");
@@ -49,8 +49,8 @@ static long *number_field(ts_siteconf *c, int k, long *lo, long *hi)
 {
     switch (k) {
     case K_BUDGET: *lo = 50, *hi = 600000; return &c->budget_ms;
-    case K_PORT_BASE: *lo = 1024, *hi = 65535; return &c->port_base;
-    case K_PORT_SPAN: *lo = 1, *hi = 64511; return &c->port_span;
+    case K_PORT_BASE: *lo = 1, *hi = 65535; return &c->port_base;
+    case K_PORT_SPAN: *lo = 1, *hi = 65535; return &c->port_span;
     default: return NULL;
     }
 }

@@ -7,8 +7,8 @@
  *   default_policy: compact # --topo-aware without a value
  *   policy_dir: DIR         # policy NAMEs are looked up here, then /etc/toposcope/policies
  *   budget_ms: 2000         # the prolog's measurement budget (50 .. 600000)
- *   port_base: 47000        # the leader's port range: port_base .. port_base + port_span - 1
- *   port_span: 1000
+ *   port_base: 900          # the leader's port range: port_base .. port_base + port_span - 1
+ *   port_span: 100          # (privileged: no user can take or answer from them)
  *   spool: /var/spool/toposcope   # %n: the node's name
  *   records: /var/lib/toposcope/records
  *   prolog: PATH            # toposcope-prolog

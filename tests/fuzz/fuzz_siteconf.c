@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check(const ts_siteconf *c)
 {
     if (c->mode < TS_MODE_OPT_IN || c->mode > TS_MODE_OFF || c->budget_ms < 50 ||
-        c->budget_ms > 600000 || c->port_base < 1024 || c->port_span < 1 ||
+        c->budget_ms > 600000 || c->port_base < 1 || c->port_span < 1 ||
         c->port_base + c->port_span - 1 > 65535 || (c->spool[0] != '/') ||
         !memchr(c->spool, '\0', sizeof c->spool) || !memchr(c->prolog, '\0', sizeof c->prolog))
         abort();

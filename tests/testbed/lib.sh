@@ -259,13 +259,16 @@ tb_tap_begin() {   # PLAN HINT PROGRAM...
 # in $work/JOB/NODE.rc; tb_agent_pids holds the launchers. ARGS go to every agent.
 #   tb_agents_launch JOB BUDGET-MS NODELIST [ARGS...];  tb_agents_wait
 TB_PROLOG=$TB_BUILD/bin/toposcope-prolog
-TB_AGENT_PORT_BASE=47000 TB_AGENT_PORT_SPAN=1000
+TB_AGENT_PORT_BASE=900 TB_AGENT_PORT_SPAN=100
+# TB_AGENTS_ONLY=NODELIST (comma-separated) starts only those nodes' agents, the others of
+# the job's hostlist being absent (a leader that never answers, say).
 tb_agents_launch() {
   local job=$1 budget=$2 list=$3 nd
   shift 3
   mkdir -p "$work/$job"
   tb_agent_pids=()
-  for nd in ${list//,/ }; do
+  local run=${TB_AGENTS_ONLY:-$list}
+  for nd in ${run//,/ }; do
     ( s=$(date +%s%N)
       ip netns exec "$(tb_ns "$nd")" "$TB_PROLOG" --job "$job" --nodes "$list" --self "$nd" \
         --budget-ms "$budget" --spool "$work/$job/$nd" --port-base $TB_AGENT_PORT_BASE \
