@@ -34,11 +34,14 @@ static void usage(FILE *out)
             "  --job ID             the Slurm job id (default: $SLURM_JOB_ID)\n"
             "  --nodes HOSTLIST     the job's nodes, Slurm's compressed form (default: $SLURM_NODELIST)\n"
             "  --self NAME          this node's name in HOSTLIST (default: $SLURMD_NODENAME)\n"
-            "  --policy NAME|FILE   place the job's ranks on the measured tree with this policy\n"
+            "  --policy NAME|/FILE  place the job's ranks on the measured tree with this policy\n"
             "                       and write rankfile, hostfile, machinefile, hints.yaml and\n"
             "                       tree.txt beside it (status.yaml: placement, placement_reason);\n"
             "                       a policy that does not load costs the placement, never the\n"
-            "                       measurement\n"
+            "                       measurement. A site NAME, or an absolute FILE an admin names\n"
+            "  --policy-stdin NAME  the policy's YAML on stdin (a file the job named, read by the\n"
+            "                       plugin with the user's rights); NAME is for messages\n"
+            "  --policy-error TEXT  the plugin refused the job's policy: no placement, TEXT says why\n"
             "  --policy-dir DIR     where policy NAMEs are looked up first (then\n"
             "                       /etc/toposcope/policies)\n"
             "  --cpus-per-node LIST the job's CPUs per node, Slurm's form \"2(x3),1\" (default:\n"
@@ -93,10 +96,41 @@ static int expand_nodes(const char *list, char ***names, int *n)
     return *names && i == count ? 0 : -1;
 }
 
+/* The job's policy, read once. As root, the agent reads only what the site put there: a NAME
+ * from the policy directories, or a file an admin named with an absolute path. A file the job
+ * named was read by the plugin with the user's rights and comes on stdin (--policy-stdin NAME,
+ * NAME for messages), or the plugin's reason for refusing it comes as --policy-error. */
+static int load_policy(const char *policy, int from_stdin, const char *refused,
+                       const char *const *dirs, ts_policy *p, ts_error *err)
+{
+    if (refused)
+        return ts_fail(err, TS_EINPUT, "%s", refused);
+    if (!from_stdin)
+        return policy[0] == '/' ? ts_policy_load_file(p, policy, err)
+                                : ts_policy_load_site(p, policy, dirs, err);
+    char *text = malloc(TS_POLICY_MAX_BYTES + 1);
+    size_t len = 0;
+    ssize_t n = 1;
+    while (text && len <= TS_POLICY_MAX_BYTES && n > 0) {
+        n = read(STDIN_FILENO, text + len, TS_POLICY_MAX_BYTES + 1 - len);
+        if (n > 0)
+            len += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            n = 1;
+    }
+    int rc = !text ? ts_fail(err, TS_ENOMEM, "out of memory")
+           : n < 0 ? ts_fail(err, TS_ESYS, "%s: cannot read it from stdin: %s", policy, strerror(errno))
+           : len > TS_POLICY_MAX_BYTES ? ts_fail(err, TS_EINPUT, "%s: larger than %d bytes", policy,
+                                                 TS_POLICY_MAX_BYTES)
+           : ts_policy_parse(p, text, len, policy, err);
+    free(text);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     enum { O_JOB = 256, O_NODES, O_SELF, O_POLICY, O_PBASE, O_PSPAN, O_SPOOL, O_UID, O_GID, O_PDIR,
-           O_CPN, O_NTASKS };
+           O_CPN, O_NTASKS, O_POLICY_STDIN, O_POLICY_ERROR };
     static const struct option longopts[] = {
         {"job", required_argument, 0, O_JOB}, {"nodes", required_argument, 0, O_NODES},
         {"self", required_argument, 0, O_SELF}, {"policy", required_argument, 0, O_POLICY},
@@ -108,12 +142,15 @@ int main(int argc, char **argv)
         {"max-samples", required_argument, 0, AGENT_OPT_MAXS}, {"no-pin", no_argument, 0, AGENT_OPT_NOPIN},
         {"policy-dir", required_argument, 0, O_PDIR}, {"cpus-per-node", required_argument, 0, O_CPN},
         {"ntasks", required_argument, 0, O_NTASKS},
+        {"policy-stdin", required_argument, 0, O_POLICY_STDIN},
+        {"policy-error", required_argument, 0, O_POLICY_ERROR},
         {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     agent_config c;
     agent_config_default(&c);
     const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_NODELIST");
-    const char *self = getenv("SLURMD_NODENAME"), *policy = NULL;
+    const char *self = getenv("SLURMD_NODENAME"), *policy = NULL, *policy_error = NULL;
+    int policy_stdin = 0;
     const char *uid_s = getenv("SLURM_JOB_UID"), *gid_s = getenv("SLURM_JOB_GID");
     const char *policy_dir = NULL, *cpus_per_node = getenv("SLURM_JOB_CPUS_PER_NODE");
     const char *ntasks_s = getenv("SLURM_NTASKS");
@@ -129,7 +166,9 @@ int main(int argc, char **argv)
         case O_JOB: job = optarg; break;
         case O_NODES: nodes = optarg; break;
         case O_SELF: self = optarg; break;
-        case O_POLICY: policy = optarg; break;
+        case O_POLICY: policy = optarg; policy_stdin = 0; break;
+        case O_POLICY_STDIN: policy = optarg; policy_stdin = 1; break;
+        case O_POLICY_ERROR: policy_error = optarg; break;
         case O_SPOOL: c.spool_parent = optarg; break;
         case O_UID: uid_s = optarg; break;
         case O_GID: gid_s = optarg; break;
@@ -182,14 +221,13 @@ int main(int argc, char **argv)
      * still gets its tree, and the other agents are not left waiting for this one. */
     const char *policy_dirs[] = {policy_dir ? policy_dir : "/etc/toposcope/policies",
                                  policy_dir ? "/etc/toposcope/policies" : NULL, NULL};
-    ts_error policy_err;
+    ts_error policy_err = {{0}};
+    ts_policy job_policy;
     const char *policy_problem = NULL;
-    if (policy) {
-        ts_policy p;
-        if (ts_policy_load(&p, policy, policy_dirs, &policy_err) != TS_OK) {
-            fprintf(stderr, "toposcope-prolog: %s\n", policy_err.text);
-            policy_problem = policy_err.text;
-        }
+    if (policy && load_policy(policy, policy_stdin, policy_error, policy_dirs, &job_policy,
+                              &policy_err) != TS_OK) {
+        fprintf(stderr, "toposcope-prolog: %s\n", policy_err.text);
+        policy_problem = policy_err.text;
     }
     int ntasks = 0;
     if (ntasks_s && (agent_parse_uint(ntasks_s, TS_PLACE_MAX_RANKS, &v) || v < 1))
@@ -216,7 +254,7 @@ int main(int argc, char **argv)
     int rc = agent_run(&c);
     if (rc == 0 && policy) {
         place_job_request pr = {c.spool_parent, c.job, c.job_gid, c.names, c.nnodes, policy,
-                                policy_dirs, cpus_per_node, ntasks};
+                                policy_problem ? NULL : &job_policy, cpus_per_node, ntasks};
         ts_error err;
         if (place_job_run(&pr, policy_problem, &err) != TS_OK && !policy_problem)
             fprintf(stderr, "toposcope-prolog[%s]: placement: %s\n", self, err.text);

@@ -195,7 +195,6 @@ int place_job_run(const place_job_request *r, const char *load_error, ts_error *
     int dirfd = job_dir_open(r, err);
     if (dirfd < 0)
         return dirfd;
-    ts_policy policy;
     ts_fabric tree;
     ts_model_params params;
     job_hw hw = {0};
@@ -206,28 +205,29 @@ int place_job_run(const place_job_request *r, const char *load_error, ts_error *
     memset(&params, 0, sizeof params);
     memset(&jp, 0, sizeof jp);
     snprintf(path, sizeof path, "%s/%u/tree.yaml", r->spool_parent, r->job);
-    if (load_error)
-        rc = ts_fail(err, TS_EINPUT, "%s", load_error);
+    if (load_error || !r->policy)
+        rc = ts_fail(err, TS_EINPUT, "%s", load_error ? load_error : "no policy");
     else
-        rc = ts_policy_load(&policy, r->policy, r->policy_dirs, err);
+        rc = TS_OK;
+    const ts_policy *policy = r->policy;
     if (rc == TS_OK)
         rc = ts_fabric_load_tree(&tree, path, err);
     if (rc == TS_OK)
         rc = job_hw_load(&hw, &tree, r, err);
     ts_place_options po = {r->ntasks, 0};
     if (rc == TS_OK && (rc = ts_model_params_profile(&params, "ethernet", err)) == TS_OK &&
-        (rc = ts_place_job(&jp, &tree, hw.of_node, &policy, &po, &params, err)) == TS_OK)
-        rc = write_outputs(r, dirfd, &jp.hier, &jp.placement, &jp.groups, &policy, err);
+        (rc = ts_place_job(&jp, &tree, hw.of_node, policy, &po, &params, err)) == TS_OK)
+        rc = write_outputs(r, dirfd, &jp.hier, &jp.placement, &jp.groups, policy, err);
     ts_error serr;
     char why[TS_ERROR_TEXT_MAX + 64];
     if (rc == TS_OK)
         snprintf(why, sizeof why, "%d ranks on %d nodes (policy %s, %s)", jp.placement.nranks, jp.hier.nnodes,
-                 policy.name, ts_placement_kind_name(policy.kind));
+                 policy->name, ts_placement_kind_name(policy->kind));
     else
         snprintf(why, sizeof why, "%s", err->text);
     int nranks = jp.placement.nranks;
     int src = status_append(r, dirfd, rc != TS_OK ? "failed" : nranks ? "placed" : "none",
-                            r->policy, rc == TS_OK && nranks && policy.export_mca, why, &serr);
+                            r->policy_name, rc == TS_OK && nranks && policy->export_mca, why, &serr);
     if (src != TS_OK && rc == TS_OK) {
         *err = serr;
         rc = src;

@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 #include "toposcope/error.h"
+#include "toposcope/policy.h"
 
 typedef struct place_job_request {
     const char *spool_parent;           /* the job's directory is spool_parent/<job> */
@@ -19,15 +20,15 @@ typedef struct place_job_request {
     gid_t gid;                          /* group of the files written */
     char *const *names;                 /* the job's nodes, hostlist order */
     int nnodes;
-    const char *policy;                 /* NAME or FILE */
-    const char *const *policy_dirs;     /* NULL-terminated */
+    const char *policy_name;            /* as the job named it, for status.yaml */
+    const ts_policy *policy;            /* loaded once by the caller; NULL: load_error says why */
     const char *cpus_per_node;          /* SLURM_JOB_CPUS_PER_NODE; NULL: every PU of a node */
     int ntasks;                         /* 0: fill the allocated CPUs */
 } place_job_request;
 
 /* Place and write; on any failure status.yaml says why (placement: failed) and the error is
  * returned too. A policy that could not be loaded is passed as load_error (placement fails
- * with that reason). */
+ * with that reason) and r->policy as NULL. */
 int place_job_run(const place_job_request *r, const char *load_error, ts_error *err);
 
 #endif

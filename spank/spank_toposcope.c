@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,6 +28,7 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/siteconf.h"
 #include "toposcope/spool.h"
+#include "toposcope/userfile.h"
 
 SPANK_PLUGIN(toposcope, 1);
 
@@ -42,6 +44,7 @@ SPANK_PLUGIN(toposcope, 1);
 #define KILL_GRACE_MS 180
 #define STDERR_KEEP 1024
 #define EPILOG_BUDGET_MS 5000
+#define POLICY_READ_MS 500      /* reading the job's policy file as the user */
 /* the spool parent (spool with %n expanded), the job's directory in it, a file in that */
 #define PARENT_MAX (TS_SITECONF_PATH_MAX + 512)
 #define DIR_MAX (PARENT_MAX + 16)
@@ -236,7 +239,8 @@ static void one_line(char *s)
 /* Run argv with stdin and stdout on /dev/null, stderr kept (one line, at most STDERR_KEEP
  * bytes, in err); SIGKILL to its whole process group at `deadline` (now_ms() clock). Returns its
  * wait status, -1 when it could not be started. */
-static int run_bounded(char *const argv[], double deadline, char err[STDERR_KEEP + 1], int *killed)
+static int run_bounded(char *const argv[], int input, double deadline, char err[STDERR_KEEP + 1],
+                       int *killed)
 {
     int pipefd[2];
     *killed = 0;
@@ -247,7 +251,12 @@ static int run_bounded(char *const argv[], double deadline, char err[STDERR_KEEP
     if (pid == 0) {
         setpgid(0, 0);           /* one group, so the deadline kills every process of it */
         int devnull = open("/dev/null", O_RDWR);
-        dup2(devnull, 0);
+        /* slurmd may start us with fd 0 closed, so the input can be fd 0 itself: dup2 would
+         * then leave its close-on-exec flag set */
+        if (input == 0)
+            fcntl(0, F_SETFD, 0);
+        else
+            dup2(input >= 0 ? input : devnull, 0);
         dup2(devnull, 1);
         dup2(pipefd[1], 2);
         execv(argv[0], argv);
@@ -302,6 +311,32 @@ static int run_bounded(char *const argv[], double deadline, char err[STDERR_KEEP
     return status;
 }
 
+/* The job's policy FILE read with the user's rights (lib/site/userfile.c), within
+ * POLICY_READ_MS, into a memfd for the agent's stdin: its fd, or -1 with the reason in
+ * refused (which names the file and what was wrong, never its content). */
+static int policy_as_user(const char *path, uid_t uid, gid_t gid, char refused[TS_ERROR_TEXT_MAX])
+{
+    char *text = NULL;
+    size_t len = 0;
+    ts_error err = {{0}};
+    int fd = -1;
+    if (ts_read_user_file(path, uid, gid, TS_POLICY_MAX_BYTES, POLICY_READ_MS, &text, &len,
+                          &err) == TS_OK) {
+        fd = memfd_create("toposcope-policy", MFD_CLOEXEC);
+        if (fd < 0 || write(fd, text, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET) != 0) {
+            snprintf(err.text, sizeof err.text, "%.300s: cannot hand it to the agent: %s", path,
+                     strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            fd = -1;
+        }
+    }
+    free(text);
+    if (fd < 0)
+        snprintf(refused, TS_ERROR_TEXT_MAX, "%s", err.text);
+    return fd;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
     char policy[TS_SITECONF_PATH_MAX];
@@ -321,12 +356,13 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     uid_t uid = 0;
     spank_get_item(sp, S_JOB_GID, &gid);
     spank_get_item(sp, S_JOB_UID, &uid);
-    /* The agent reads the policy as root: a file named by the job must be the user's own or
-     * readable by everyone, or the job could have root read files it may not. */
-    struct stat pst;
-    if (strchr(policy, '/') && uid != 0 &&
-        (stat(policy, &pst) != 0 || (pst.st_uid != uid && !(pst.st_mode & S_IROTH))))
-        snprintf(policy, sizeof policy, "%s", "refused-policy-file-not-owned-by-the-user");
+    /* A file the job named is read here, with the user's rights, and handed to the agent as
+     * bytes on its stdin: root never opens a path a user chose (a FIFO, a symlink swapped in, a
+     * file only root may read). A site policy NAME goes as it is; the agent looks it up. */
+    int policy_in = -1;
+    char refused[TS_ERROR_TEXT_MAX] = "";
+    if (strchr(policy, '/'))
+        policy_in = policy_as_user(policy, uid, gid, refused);
     char parent[PARENT_MAX], budget[32], pbase[16], pspan[16];
     if (spool_parent(self, parent, sizeof parent) != 0)
         return 0;
@@ -334,13 +370,16 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     snprintf(pbase, sizeof pbase, "%ld", conf.port_base);
     snprintf(pspan, sizeof pspan, "%ld", conf.port_span);
     char *argv[] = {conf.prolog, "--job", (char *)job_s, "--nodes", (char *)nodes, "--self",
-                    (char *)self, "--policy", policy, "--policy-dir", conf.policy_dir,
-                    "--budget-ms", budget, "--port-base", pbase, "--port-span", pspan,
-                    "--spool", parent, NULL};
+                    (char *)self, strchr(policy, '/') ? "--policy-stdin" : "--policy", policy,
+                    "--policy-dir", conf.policy_dir, "--budget-ms", budget, "--port-base", pbase,
+                    "--port-span", pspan, "--spool", parent, refused[0] ? "--policy-error" : NULL,
+                    refused, NULL};
     make_parents(parent);
     char errbuf[STDERR_KEEP + 1];
-    int killed = 0, status = run_bounded(argv, t0 + (double)conf.budget_ms + KILL_GRACE_MS, errbuf,
-                                         &killed);
+    int killed = 0, status = run_bounded(argv, policy_in, t0 + (double)conf.budget_ms + KILL_GRACE_MS,
+                                         errbuf, &killed);
+    if (policy_in >= 0)
+        close(policy_in);
     if (status == -1) {
         slurm_error("toposcope: job %u on %s: cannot start %s (%m); not measuring", job, self,
                     argv[0]);
@@ -564,7 +603,7 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
         }
         argv[n] = NULL;
         double t0 = now_ms();
-        int killed, status = run_bounded(argv, t0 + EPILOG_BUDGET_MS + KILL_GRACE_MS, err, &killed);
+        int killed, status = run_bounded(argv, -1, t0 + EPILOG_BUDGET_MS + KILL_GRACE_MS, err, &killed);
         if (status == -1 || killed || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
             slurm_error("toposcope: job %u on %s: toposcope-epilog %s%s%s", job, self,
                         killed ? "was killed at its deadline" : status == -1 ? "could not start" : "failed",

@@ -27,7 +27,7 @@ RANKS=$TB_BUILD/bin/twolevel_bcast
 BUDGET=1500
 export SLURM_CONF=$TB_CONF
 
-tb_tap_begin 40 "make; twolevel_bcast needs mpicc" "$TB_FABEMU" "$PLUGIN" "$PROLOG" "$RANKS"
+tb_tap_begin 45 "make; twolevel_bcast needs mpicc" "$TB_FABEMU" "$PLUGIN" "$PROLOG" "$RANKS"
 
 # Everything slurmd runs or reads lives in the state dir (each slurmd has a private /tmp).
 D=$TB_STATE/jobs/spank-t.$$
@@ -266,6 +266,37 @@ plugin_lines "$job" > "$work/bad.lines"
 ok $? "broken policy: one line per slurmd, naming the policy"
 head -1 "$work/bad.lines" | diag
 no_drain; ok $? "broken policy: no node drained"
+
+# ---- a policy FILE the job names: read by the plugin with the user's rights, never by root ----
+# A FIFO (an agent opening it would wait for a writer until the kill), a symlink to a file that
+# holds a secret (it could be swapped in after any check), and a relative file name: each costs
+# the placement only, with a reason that names the file and never its content. A regular file
+# of the job's own is used.
+mkfifo "$D/fifo.yaml"
+printf 'aws_secret_access_key: AKIA-testbed-secret\n' > "$D/secret.yaml"
+chmod 600 "$D/secret.yaml"
+ln -s "$D/secret.yaml" "$D/link.yaml"
+printf 'name: mine\nplacement:\n  kind: spread\n' > "$D/mine.yaml"
+policy_case() {   # NAME OPTION WANT-PLACEMENT REASON-PATTERN
+  failing_job "$1" "$2" &&
+    grep -q '^TOPOSCOPE_STATUS=measured$' "$F/$1.out" && grep -q "^TOPOSCOPE_PLACEMENT=$3$" "$F/$1.out" &&
+    grep -q "^TOPOSCOPE_PLACEMENT_REASON=.*$4" "$F/$1.out" && ! grep -q AKIA "$F/$1.out" &&
+    ! plugin_lines "$(jobid_of "$F/$1.sbatch")" | grep -q AKIA
+}
+policy_case fifo "--topo-aware=$D/fifo.yaml" failed 'fifo.yaml: not a regular file'
+ok $? "policy FILE a FIFO: measured, placement failed saying why, nothing hangs"
+diag < "$F/fifo.out"
+policy_case link "--topo-aware=$D/link.yaml" failed 'link.yaml: a symbolic link'
+ok $? "policy FILE a symlink to a secret: not followed, the secret in no output nor log line"
+diag < "$F/link.out"
+(cd "$F" && cp "$D/mine.yaml" .)
+policy_case relative "--topo-aware=mine.yaml" failed "policy name 'mine.yaml' must be"
+ok $? "policy FILE without a '/': taken as a site NAME and refused, never read from a directory"
+diag < "$F/relative.out"
+policy_case mine "--topo-aware=$D/mine.yaml" placed 'policy mine, spread'
+ok $? "policy FILE of the job's own: read as the user and used"
+diag < "$F/mine.out"
+no_drain; ok $? "policy FILEs: no node drained"
 
 # unwritable spool: spool's parent is a file
 touch "$D/not-a-dir"

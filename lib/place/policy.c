@@ -238,6 +238,12 @@ int ts_policy_load(ts_policy *p, const char *name_or_file, const char *const *di
     size_t n = strlen(name_or_file);
     if (strchr(name_or_file, '/') || (n > 5 && !strcmp(name_or_file + n - 5, ".yaml")))
         return ts_policy_load_file(p, name_or_file, err);
+    return ts_policy_load_site(p, name_or_file, dirs, err);
+}
+
+int ts_policy_load_site(ts_policy *p, const char *name_or_file, const char *const *dirs,
+                        ts_error *err)
+{
     if (!valid_name(name_or_file))
         return ts_fail(err, TS_EINPUT, "policy name '%.64s' must be 1 to %d letters, digits, '-' "
                        "or '_' (or give a file path)", name_or_file, TS_POLICY_NAME_MAX - 1);

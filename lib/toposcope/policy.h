@@ -63,7 +63,11 @@ const char *ts_placement_kind_name(ts_placement_kind kind);
 int ts_policy_parse(ts_policy *p, const char *text, size_t len, const char *source, ts_error *err);
 int ts_policy_load_file(ts_policy *p, const char *path, ts_error *err);
 /* NAME (letters, digits, '-', '_') is looked up as NAME.yaml in each directory of dirs (a
- * NULL-terminated list); anything containing '/' or ending in ".yaml" is a file. */
+ * NULL-terminated list); anything containing '/' or ending in ".yaml" is a file. For the
+ * command line, where the user reads their own files. */
 int ts_policy_load(ts_policy *p, const char *name_or_file, const char *const *dirs, ts_error *err);
+/* A site policy: NAME only (a file name, a path, anything but letters, digits, '-' and '_' is
+ * refused), looked up in dirs. For root, reading what a job named. */
+int ts_policy_load_site(ts_policy *p, const char *name, const char *const *dirs, ts_error *err);
 
 #endif
