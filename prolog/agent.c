@@ -283,9 +283,14 @@ static int run_leader(agent_config *c, double t0)
     return ok ? 0 : 1;
 }
 
+double agent_clock_us(void)
+{
+    return now_us();
+}
+
 int agent_run(const agent_config *conf)
 {
-    double t0 = now_us();
+    double t0 = conf->started_us > 0 ? conf->started_us : now_us();
     agent_config run = *conf, *c = &run;   /* step mode: names and addresses come from the exchange */
     if (wire_init() != 0) {
         fprintf(stderr, "toposcope-prolog: libsodium did not initialise\n");

@@ -78,6 +78,9 @@ typedef struct agent_config {
     gid_t job_gid;
     int pin_cpu;               /* pin the agent to one CPU while probing */
     const char *mode;          /* "prolog" or "step", recorded in status.yaml */
+    double started_us;         /* when the budget began (agent_clock_us); 0: at agent_run, so
+                                * what the caller did first (resolving names, reading the
+                                * policy) counts against the budget when it sets this */
     char **step_nodes;         /* step mode: the step's nnodes nodes in hostlist order as the
                                 * launcher names them (SLURM_STEP_NODELIST), NULL if unknown:
                                 * when the tasks never meet, the leader writes the fallback
@@ -94,6 +97,8 @@ void agent_config_default(agent_config *c);
  * write), 1 when not even that was possible, and in step mode when the tasks never met (the
  * leader still writes the fallback then when step_nodes names the nodes). */
 int agent_run(const agent_config *c);
+/* The clock the agents' deadlines use: monotonic, microseconds. */
+double agent_clock_us(void);
 
 /* The leader's rendezvous port candidates: port_base + (job + k) mod port_span. */
 uint16_t agent_port_candidate(const agent_config *c, int k);
