@@ -392,6 +392,245 @@ static int pair_usable(const ts_pair_stats *p)
     return p->samples > 0 && isfinite(p->est_us);
 }
 
+/* The solve's working arrays, beside the result. */
+typedef struct solve_work {
+    eqs E;
+    spd S;
+    double *se;              /* standard error of each pair's mean, NAN when it says nothing */
+    double *b, *x, *z;       /* right-hand side, solution and spd_solve's scratch, by link */
+    double *r2;              /* by link: sum of the squared residuals (RTT) of its pairs */
+} solve_work;
+
+static void solve_work_free(solve_work *W)
+{
+    eqs_free(&W->E);
+    spd_free(&W->S);
+    free(W->se);
+    free(W->b);
+    free(W->x);
+    free(W->z);
+    free(W->r2);
+}
+
+/* The result's arrays and the work's, for m links with nmembers members and nuse usable pairs
+ * whose paths cross at most maxlen links. */
+static int solve_alloc(solve_work *W, ts_link_result *res, int m, int nmembers, int nuse, int maxlen)
+{
+    res->link = calloc((size_t)(m ? m : 1), sizeof *res->link);
+    res->members = malloc(sizeof(int) * (size_t)(nmembers ? nmembers : 1));
+    res->meas = calloc((size_t)(nuse ? nuse : 1), sizeof *res->meas);
+    W->E.start = malloc(sizeof(int) * (size_t)(nuse + 1));
+    W->E.idx = malloc(sizeof(int) * (size_t)(nuse ? nuse : 1) * (size_t)maxlen);
+    W->E.y = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
+    W->E.w = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
+    W->se = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
+    W->b = calloc((size_t)(m ? m : 1), sizeof(double));
+    W->x = calloc((size_t)(m ? m : 1), sizeof(double));
+    W->z = calloc((size_t)(m ? m : 1), sizeof(double));
+    W->r2 = calloc((size_t)(m ? m : 1), sizeof(double));
+    if (!res->link || !res->members || !res->meas || !W->E.start || !W->E.idx || !W->E.y || !W->E.w ||
+        !W->se || !W->b || !W->x || !W->z || !W->r2)
+        return TS_ENOMEM;
+    return TS_OK;
+}
+
+/* The result's links as the link set has them: their members, and which hold an access link. */
+static void describe_links(const ts_fabric *tree, const ts_link_set *ls, ts_link_result *res)
+{
+    int m = ls->nlinks;
+    res->nlinks = m;
+    memcpy(res->members, ls->members, sizeof(int) * (size_t)ls->first[m]);
+    for (int k = 0; k < m; k++) {
+        ts_link_estimate *L = &res->link[k];
+        L->first = ls->first[k];
+        L->nmembers = ls->first[k + 1] - ls->first[k];
+        for (int t = L->first; t < L->first + L->nmembers; t++)
+            L->access |= tree->v[ls->members[t]].kind == TS_NODE;
+    }
+}
+
+/* One equation per usable pair, and the standard error of each pair's mean; *ngood counts
+ * the pairs whose interval gives one. */
+static int build_equations(const ts_fabric *tree, const ts_link_set *ls, const ts_pair_stats *pairs,
+                           const int *round, int npairs, double confidence, int maxlen, solve_work *W,
+                           ts_link_result *res, int *ngood, ts_error *err)
+{
+    eqs *E = &W->E;
+    *ngood = 0;
+    E->start[0] = 0;
+    for (int i = 0; i < npairs; i++) {
+        const ts_pair_stats *p = &pairs[i];
+        if (!pair_usable(p))
+            continue;
+        if (p->a < 0 || p->b < 0 || p->a >= tree->nnodes || p->b >= tree->nnodes || p->a == p->b)
+            return ts_fail(err, TS_EINPUT, "pair %d (%d,%d) is not a pair of distinct nodes of the tree",
+                           i, p->a, p->b);
+        int e = E->n++;
+        int len = ts_link_set_path(ls, tree, p->a, p->b, E->idx + E->start[e], maxlen);
+        E->start[e + 1] = E->start[e] + len;
+        E->y[e] = p->est_us / 2;
+        double t = ts_student_t(confidence, p->samples > 1 ? p->samples - 1 : 1);
+        W->se[e] = p->samples >= 2 && isfinite(p->ci_us) && p->ci_us > 0 ? p->ci_us / t : NAN;
+        *ngood += !isnan(W->se[e]);
+        ts_link_measurement *M = &res->meas[e];
+        M->a = p->a;
+        M->b = p->b;
+        M->round = round ? round[i] : -1;
+        M->samples = p->samples;
+        M->rtt_us = p->est_us;
+        M->ci_us = p->ci_us;
+    }
+    res->nmeas = E->n;
+    return TS_OK;
+}
+
+/* Each equation's weight from its pair's standard error (ngood of them known). */
+static int initial_weights(eqs *E, const double *se, int ngood, ts_error *err)
+{
+    /* pairs whose interval says nothing get the typical error; none gets 10x less than it */
+    double typical = 1.0;
+    if (ngood > 0) {
+        double *tmp = malloc(sizeof(double) * (size_t)ngood);
+        if (!tmp)
+            return ts_fail(err, TS_ENOMEM, "out of memory");
+        int k = 0;
+        for (int e = 0; e < E->n; e++)
+            if (!isnan(se[e]))
+                tmp[k++] = se[e];
+        typical = ts_median(tmp, k);
+        free(tmp);
+        if (!(typical > 0))
+            typical = 1.0;
+    }
+    for (int e = 0; e < E->n; e++) {
+        double s = isnan(se[e]) ? typical : fmax(se[e], 0.1 * typical);
+        s /= 2;                          /* one-way */
+        E->w[e] = 1.0 / (s * s);
+    }
+    return TS_OK;
+}
+
+/* What the links x predict for equation e (one-way). */
+static double equation_fit(const eqs *E, int e, const double *x)
+{
+    double fit = 0;
+    for (int p = E->start[e]; p < E->start[e + 1]; p++)
+        fit += x[E->idx[p]];
+    return fit;
+}
+
+/* x from the normal equations under the current weights; *ridge as spd_assemble chose it. */
+static void weighted_solve(solve_work *W, double *ridge)
+{
+    const eqs *E = &W->E;
+    spd_assemble(&W->S, E, ridge);
+    memset(W->b, 0, sizeof(double) * (size_t)W->S.n);
+    for (int e = 0; e < E->n; e++)
+        for (int p = E->start[e]; p < E->start[e + 1]; p++)
+            W->b[E->idx[p]] += E->w[e] * E->y[e];
+    spd_factor(&W->S, *ridge);
+    spd_solve(&W->S, W->b, W->x, W->z);
+}
+
+/* Huber weights for the residuals of x: w0 the weights the intervals gave, u and us scratch.
+ * Returns whether any weight moved. */
+static int huber_reweight(eqs *E, const double *x, const double *w0, double *u, double *us)
+{
+    /* residuals in units of each pair's own standard error; their spread, robustly (the
+     * intervals may understate it, never taken as less than they say) */
+    for (int e = 0; e < E->n; e++) {
+        double fit = equation_fit(E, e, x);
+        double r = fabs(E->y[e] - fit);
+        /* (round-off of exact data is no outlier, however narrow its interval) */
+        u[e] = r > 1e-9 * fabs(E->y[e]) ? r * sqrt(w0[e]) : 0;
+    }
+    memcpy(us, u, sizeof(double) * (size_t)E->n);
+    double spread = fmax(1.0, 1.4826 * ts_median(us, E->n));
+    int changed = 0;
+    for (int e = 0; e < E->n; e++) {
+        double lim = HUBER_C * spread;
+        double w = u[e] > lim ? w0[e] * lim / u[e] : w0[e];
+        changed |= fabs(w - E->w[e]) > 1e-3 * w0[e];
+        E->w[e] = w;
+    }
+    return changed;
+}
+
+/* The iteratively reweighted solve (see the header): x, the factored normal equations of the
+ * last weights and their ridge, and each measurement's share of its weight in res. */
+static int robust_solve(solve_work *W, ts_link_result *res, double *ridge, ts_error *err)
+{
+    eqs *E = &W->E;
+    int rc = TS_OK;
+    double *w0 = malloc(sizeof(double) * (size_t)(E->n ? E->n : 1));
+    double *u = malloc(sizeof(double) * (size_t)(E->n ? E->n : 1));
+    double *us = malloc(sizeof(double) * (size_t)(E->n ? E->n : 1));
+    if (!w0 || !u || !us) {
+        rc = ts_fail(err, TS_ENOMEM, "out of memory");
+        goto done;
+    }
+    memcpy(w0, E->w, sizeof(double) * (size_t)E->n);
+    for (int pass = 0;; pass++) {
+        weighted_solve(W, ridge);
+        if (pass == ROBUST_ITERS || E->n < 2)
+            break;
+        if (!huber_reweight(E, W->x, w0, u, us))
+            break;
+        spd_clear(&W->S);
+    }
+    for (int e = 0; e < E->n; e++) {
+        res->meas[e].weight = E->w[e] / w0[e];
+        res->outliers += E->w[e] < 0.999 * w0[e];
+    }
+done:
+    free(w0);
+    free(u);
+    free(us);
+    return rc;
+}
+
+/* Each measurement's fit and residual, each link's pairs, samples and squared residuals;
+ * returns the weighted residual sum of squares. */
+static double fit_measurements(solve_work *W, ts_link_result *res)
+{
+    const eqs *E = &W->E;
+    double chi2 = 0;
+    for (int e = 0; e < E->n; e++) {
+        double fit = equation_fit(E, e, W->x);
+        double r = E->y[e] - fit;
+        chi2 += E->w[e] * r * r;
+        res->meas[e].fit_us = 2 * fit;
+        res->meas[e].residual_us = 2 * r;
+        for (int p = E->start[e]; p < E->start[e + 1]; p++) {
+            ts_link_estimate *L = &res->link[E->idx[p]];
+            L->samples += res->meas[e].samples;
+            L->npairs++;
+            W->r2[E->idx[p]] += 4 * r * r;
+        }
+    }
+    return chi2;
+}
+
+/* Every link's estimate and interval, or none where the data leave it open (var the diagonal
+ * of the inverse, by position; tq the interval's quantile). */
+static void estimate_links(const solve_work *W, double ridge, double tq, ts_link_result *res)
+{
+    for (int k = 0; k < res->nlinks; k++) {
+        ts_link_estimate *L = &res->link[k];
+        double var = W->S.zdiag[W->S.pos[k]];
+        L->residual_us = L->npairs ? sqrt(W->r2[k] / L->npairs) : NAN;
+        if (!(var * ridge < 1e-5) || L->npairs == 0) {
+            L->est_us = L->lo_us = L->hi_us = L->se_us = NAN;
+            res->undetermined++;
+            continue;
+        }
+        L->est_us = W->x[k];
+        L->se_us = res->scale * sqrt(fmax(var, 0));
+        L->lo_us = L->est_us - tq * L->se_us;
+        L->hi_us = L->est_us + tq * L->se_us;
+    }
+}
+
 static int solve(const ts_fabric *tree, const ts_pair_stats *pairs, const int *round, int npairs,
                  double confidence, ts_link_result *res, ts_error *err)
 {
@@ -404,192 +643,44 @@ static int solve(const ts_fabric *tree, const ts_pair_stats *pairs, const int *r
     if (rc != TS_OK)
         return rc;
     int m = ls.nlinks, maxlen = 2 * (ts_fabric_max_depth(tree) + 1);
-    eqs E = {0};
-    spd S = {0};
-    double *se = NULL, *b = NULL, *x = NULL, *z = NULL, *r2 = NULL, *w0 = NULL, *u = NULL, *us = NULL;
-    int nuse = 0;
+    solve_work W;
+    memset(&W, 0, sizeof W);
+    int nuse = 0, ngood;
     for (int i = 0; i < npairs; i++)
         nuse += pair_usable(&pairs[i]);
-    res->link = calloc((size_t)(m ? m : 1), sizeof *res->link);
-    res->members = malloc(sizeof(int) * (size_t)(ls.first[m] ? ls.first[m] : 1));
-    res->meas = calloc((size_t)(nuse ? nuse : 1), sizeof *res->meas);
-    E.start = malloc(sizeof(int) * (size_t)(nuse + 1));
-    E.idx = malloc(sizeof(int) * (size_t)(nuse ? nuse : 1) * (size_t)maxlen);
-    E.y = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
-    E.w = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
-    se = malloc(sizeof(double) * (size_t)(nuse ? nuse : 1));
-    b = calloc((size_t)(m ? m : 1), sizeof(double));
-    x = calloc((size_t)(m ? m : 1), sizeof(double));
-    z = calloc((size_t)(m ? m : 1), sizeof(double));
-    r2 = calloc((size_t)(m ? m : 1), sizeof(double));
-    if (!res->link || !res->members || !res->meas || !E.start || !E.idx || !E.y || !E.w || !se || !b ||
-        !x || !z || !r2) {
+    if (solve_alloc(&W, res, m, ls.first[m], nuse, maxlen) != TS_OK) {
         rc = ts_fail(err, TS_ENOMEM, "out of memory for %d links and %d pairs", m, nuse);
         goto done;
     }
-    res->nlinks = m;
-    memcpy(res->members, ls.members, sizeof(int) * (size_t)ls.first[m]);
-    for (int k = 0; k < m; k++) {
-        ts_link_estimate *L = &res->link[k];
-        L->first = ls.first[k];
-        L->nmembers = ls.first[k + 1] - ls.first[k];
-        for (int t = L->first; t < L->first + L->nmembers; t++)
-            L->access |= tree->v[ls.members[t]].kind == TS_NODE;
-    }
-    /* equations, and the standard error of each pair's mean */
-    int ngood = 0;
-    E.start[0] = 0;
-    for (int i = 0; i < npairs; i++) {
-        const ts_pair_stats *p = &pairs[i];
-        if (!pair_usable(p))
-            continue;
-        if (p->a < 0 || p->b < 0 || p->a >= tree->nnodes || p->b >= tree->nnodes || p->a == p->b) {
-            rc = ts_fail(err, TS_EINPUT, "pair %d (%d,%d) is not a pair of distinct nodes of the tree",
-                         i, p->a, p->b);
-            goto done;
-        }
-        int e = E.n++;
-        int len = ts_link_set_path(&ls, tree, p->a, p->b, E.idx + E.start[e], maxlen);
-        E.start[e + 1] = E.start[e] + len;
-        E.y[e] = p->est_us / 2;
-        double t = ts_student_t(confidence, p->samples > 1 ? p->samples - 1 : 1);
-        se[e] = p->samples >= 2 && isfinite(p->ci_us) && p->ci_us > 0 ? p->ci_us / t : NAN;
-        ngood += !isnan(se[e]);
-        ts_link_measurement *M = &res->meas[e];
-        M->a = p->a;
-        M->b = p->b;
-        M->round = round ? round[i] : -1;
-        M->samples = p->samples;
-        M->rtt_us = p->est_us;
-        M->ci_us = p->ci_us;
-    }
-    res->nmeas = E.n;
-    /* pairs whose interval says nothing get the typical error; none gets 10x less than it */
-    double typical = 1.0;
-    if (ngood > 0) {
-        double *tmp = malloc(sizeof(double) * (size_t)ngood);
-        if (!tmp) {
-            rc = ts_fail(err, TS_ENOMEM, "out of memory");
-            goto done;
-        }
-        int k = 0;
-        for (int e = 0; e < E.n; e++)
-            if (!isnan(se[e]))
-                tmp[k++] = se[e];
-        typical = ts_median(tmp, k);
-        free(tmp);
-        if (!(typical > 0))
-            typical = 1.0;
-    }
-    for (int e = 0; e < E.n; e++) {
-        double s = isnan(se[e]) ? typical : fmax(se[e], 0.1 * typical);
-        s /= 2;                          /* one-way */
-        E.w[e] = 1.0 / (s * s);
-    }
-    if (spd_symbolic(&S, m, &E) != TS_OK) {
+    describe_links(tree, &ls, res);
+    rc = build_equations(tree, &ls, pairs, round, npairs, confidence, maxlen, &W, res, &ngood, err);
+    if (rc == TS_OK)
+        rc = initial_weights(&W.E, W.se, ngood, err);
+    if (rc != TS_OK)
+        goto done;
+    if (spd_symbolic(&W.S, m, &W.E) != TS_OK) {
         rc = ts_fail(err, TS_ENOMEM, "out of memory for the normal equations");
         goto done;
     }
-    w0 = malloc(sizeof(double) * (size_t)(E.n ? E.n : 1));
-    u = malloc(sizeof(double) * (size_t)(E.n ? E.n : 1));
-    us = malloc(sizeof(double) * (size_t)(E.n ? E.n : 1));
-    if (!w0 || !u || !us) {
-        rc = ts_fail(err, TS_ENOMEM, "out of memory");
+    double ridge = 0;
+    if ((rc = robust_solve(&W, res, &ridge, err)) != TS_OK)
         goto done;
-    }
-    memcpy(w0, E.w, sizeof(double) * (size_t)E.n);
-    double ridge;
-    for (int pass = 0;; pass++) {
-        spd_assemble(&S, &E, &ridge);
-        memset(b, 0, sizeof(double) * (size_t)m);
-        for (int e = 0; e < E.n; e++)
-            for (int p = E.start[e]; p < E.start[e + 1]; p++)
-                b[E.idx[p]] += E.w[e] * E.y[e];
-        spd_factor(&S, ridge);
-        spd_solve(&S, b, x, z);
-        if (pass == ROBUST_ITERS || E.n < 2)
-            break;
-        /* residuals in units of each pair's own standard error; their spread, robustly (the
-         * intervals may understate it, never taken as less than they say) */
-        for (int e = 0; e < E.n; e++) {
-            double fit = 0;
-            for (int p = E.start[e]; p < E.start[e + 1]; p++)
-                fit += x[E.idx[p]];
-            double r = fabs(E.y[e] - fit);
-            /* (round-off of exact data is no outlier, however narrow its interval) */
-            u[e] = r > 1e-9 * fabs(E.y[e]) ? r * sqrt(w0[e]) : 0;
-        }
-        memcpy(us, u, sizeof(double) * (size_t)E.n);
-        double spread = fmax(1.0, 1.4826 * ts_median(us, E.n));
-        int changed = 0;
-        for (int e = 0; e < E.n; e++) {
-            double lim = HUBER_C * spread;
-            double w = u[e] > lim ? w0[e] * lim / u[e] : w0[e];
-            changed |= fabs(w - E.w[e]) > 1e-3 * w0[e];
-            E.w[e] = w;
-        }
-        if (!changed)
-            break;
-        spd_clear(&S);
-    }
-    for (int e = 0; e < E.n; e++) {
-        res->meas[e].weight = E.w[e] / w0[e];
-        res->outliers += E.w[e] < 0.999 * w0[e];
-    }
-    if (spd_inverse_diag(&S) != TS_OK) {
+    if (spd_inverse_diag(&W.S) != TS_OK) {
         rc = ts_fail(err, TS_ENOMEM, "out of memory");
         goto done;
     }
     /* rank: pivots well above the ridge; determined links: variance far below 1/ridge */
     int rank = 0;
     for (int j = 0; j < m; j++)
-        rank += S.d[j] > 1e4 * ridge;
-    double chi2 = 0;
-    for (int e = 0; e < E.n; e++) {
-        double fit = 0;
-        for (int p = E.start[e]; p < E.start[e + 1]; p++)
-            fit += x[E.idx[p]];
-        double r = E.y[e] - fit;
-        chi2 += E.w[e] * r * r;
-        res->meas[e].fit_us = 2 * fit;
-        res->meas[e].residual_us = 2 * r;
-        for (int p = E.start[e]; p < E.start[e + 1]; p++) {
-            ts_link_estimate *L = &res->link[E.idx[p]];
-            L->samples += res->meas[e].samples;
-            L->npairs++;
-            r2[E.idx[p]] += 4 * r * r;
-        }
-    }
+        rank += W.S.d[j] > 1e4 * ridge;
+    double chi2 = fit_measurements(&W, res);
     res->chi2 = chi2;
-    res->dof = E.n > rank ? E.n - rank : 0;
+    res->dof = W.E.n > rank ? W.E.n - rank : 0;
     int scaled = res->dof > 0 && chi2 > res->dof;
     res->scale = scaled ? sqrt(chi2 / res->dof) : 1.0;
-    double tq = ts_student_t(confidence, scaled ? res->dof : 1000000);
-    for (int k = 0; k < m; k++) {
-        ts_link_estimate *L = &res->link[k];
-        double var = S.zdiag[S.pos[k]];
-        L->residual_us = L->npairs ? sqrt(r2[k] / L->npairs) : NAN;
-        if (!(var * ridge < 1e-5) || L->npairs == 0) {
-            L->est_us = L->lo_us = L->hi_us = L->se_us = NAN;
-            res->undetermined++;
-            continue;
-        }
-        L->est_us = x[k];
-        L->se_us = res->scale * sqrt(fmax(var, 0));
-        L->lo_us = L->est_us - tq * L->se_us;
-        L->hi_us = L->est_us + tq * L->se_us;
-    }
+    estimate_links(&W, ridge, ts_student_t(confidence, scaled ? res->dof : 1000000), res);
 done:
-    eqs_free(&E);
-    spd_free(&S);
-    free(w0);
-    free(u);
-    free(us);
-    free(se);
-    free(b);
-    free(x);
-    free(z);
-    free(r2);
+    solve_work_free(&W);
     ts_link_set_free(&ls);
     if (rc != TS_OK)
         ts_link_result_free(res);
