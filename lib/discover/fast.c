@@ -1342,18 +1342,228 @@ static int sorted_update(fast *F, sorted_meas *S, int first, int nr)
     return TS_OK;
 }
 
+/* The walk down the tree, one depth at a time: the buffers of fast_run and its steps. */
+typedef struct walk {
+    int first, last;        /* regions [first, last) are the current depth */
+    int *rstart;            /* region first + r's live nodes: order[rstart[r], rstart[r + 1]) */
+    int *order;             /* nodes grouped by region */
+    int *next_reg;          /* node -> its region at the next depth (emit_region) */
+    int *scratch;           /* 6 n + 8 ints: group_by_region, frags_build, emit_region */
+    sorted_meas S;
+    ts_pair *pairs;         /* a batch: round b's pairs from pairs + b * stride */
+    size_t stride;
+    ts_pair_stats *st;      /* one round's answers */
+} walk;
+
+/* The live nodes of the current depth by region, in W->rstart and W->order. */
+static void group_by_region(const fast *F, walk *W)
+{
+    int n = F->n, first = W->first, nr = W->last - W->first;
+    memset(W->rstart, 0, sizeof(int) * (size_t)(nr + 1));
+    for (int i = 0; i < n; i++)
+        if (F->reg[i] >= first && !F->dead[i])
+            W->rstart[F->reg[i] - first + 1]++;
+    for (int r = 0; r < nr; r++)
+        W->rstart[r + 1] += W->rstart[r];
+    memcpy(W->scratch, W->rstart, sizeof(int) * (size_t)nr);
+    for (int i = 0; i < n; i++)
+        if (F->reg[i] >= first && !F->dead[i])
+            W->order[W->scratch[F->reg[i] - first]++] = i;
+}
+
+/* Whether a region of nmem live nodes stops testing for good, its fragments as they are. */
+static int region_exhausted(region *R, int nmem)
+{
+    /* a region needs about as many rounds as it has children, never more than
+     * a tournament of its nodes: a safety net against cuts that keep moving */
+    if (R->rounds > 2 * nmem ||
+        (!isfinite(R->cut) && nmem > AMBIGUOUS_MIN && R->rounds >= AMBIGUOUS_ROUNDS)) {
+        /* no consistent cut after many rounds in a big region: its children cannot
+         * be told apart by threshold, so it stays one switch (ambiguous) rather
+         * than a tournament of all its nodes */
+        R->done = 1;
+        R->ambiguous = !isfinite(R->cut);
+        return 1;
+    }
+    return 0;
+}
+
+/* Pairs in each of the region's light rounds (plan_round), 0 for heavy rounds only. */
+static int light_round_pairs(const region *R, int top, int nmem)
+{
+    /* light rounds only in the top region, the one region of its depth: below,
+     * several regions share a round, and their rounds are cheap anyway */
+    int light_pairs = top ? nmem / LIGHT_SHARE : 0;
+    if (light_pairs < LIGHT_MIN_PAIRS)
+        light_pairs = 0;    /* too few pairs to show their own near and far levels */
+    /* light rounds that never find a cut of their own would decide nothing:
+     * after a few, the region goes back to heavy rounds */
+    if (!R->light_cut && R->light_rounds >= LIGHT_TRIAL)
+        light_pairs = 0;
+    return light_pairs;
+}
+
+/* Up to `batch` rounds of the region's tests, each appended to its round of the batch (np[b]
+ * pairs so far, lightb[b] whether it is a light round); a region without a test is done. */
+static int plan_batch(fast *F, walk *W, region *R, frags *g, int batch, int light_pairs, int *np,
+                      int *lightb, int *active)
+{
+    for (int b = 0; b < batch; b++) {
+        int tests = 0, light = 0;
+        int got = plan_round(F, g, W->pairs + (size_t)b * W->stride + np[b], &tests, light_pairs,
+                             &light);
+        if (got < 0)
+            return TS_ENOMEM;
+        if (tests == 0) {
+            if (b == 0)
+                R->done = 1;
+            break;
+        }
+        *active = 1;
+        R->rounds++;
+        np[b] += got;
+        lightb[b] = light;
+        R->light_rounds += light;
+    }
+    return TS_OK;
+}
+
+/* Region first + r of the walk: its cut from what it has measured, then its share of the
+ * next batch of rounds, unless it is done. */
+static int plan_region(fast *F, walk *W, int r, int *np, int *lightb, int *active)
+{
+    int top = W->first == 0;
+    region *R = &F->R[W->first + r];
+    const int *mem = W->order + W->rstart[r];
+    int nmem = W->rstart[r + 1] - W->rstart[r];
+    const long *mi = W->S.mi + W->S.start[r];
+    long m = W->S.start[r + 1] - W->S.start[r];
+    int rc = choose_cut(F, R, mem, nmem, mi, W->S.light[r] - W->S.start[r], m);
+    if (rc != TS_OK || R->done || region_exhausted(R, nmem))
+        return rc;
+    frags g;
+    /* below the top, padding pairs unmeasured nodes inside fragments (pad_inside) */
+    if (frags_build(F, &g, R, mem, nmem, mi, m, !top, W->scratch)) {
+        frags_free(&g);
+        return TS_ENOMEM;
+    }
+    /* A region of a few nodes below the top has at most a few pairs a round, too
+     * few on its links for their load to move its levels, and mostly it is a
+     * leaf proving it is a star, one pair of its nodes after the other: members
+     * without a test do not pad there. */
+    g.rest = !top && nmem <= REST_MAX_NODES;
+    g.has_cut = isfinite(R->cut);
+    g.recheck = R->rechecks < RECHECK_MAX;
+    g.biggest = top && nmem >= BIG_PARTNER_MIN_NODES;
+    int batch = batch_rounds(R, &g, top);
+    int light_pairs = light_round_pairs(R, top, nmem);
+    rc = plan_batch(F, W, R, &g, batch, light_pairs, np, lightb, active);
+    R->rechecks += R->rechecks < RECHECK_MAX && !g.recheck;
+    frags_free(&g);
+    return rc;
+}
+
+/* Measures the planned batch (np[b] pairs in round b) and stores what it found. */
+static int measure_batch(fast *F, walk *W, const int *np, const int *lightb)
+{
+    /* one gather/scatter for the whole batch: the later rounds assume the earlier
+     * tests came out separate, as most do */
+    int rc = ts_probe_control(F->e, F->err);
+    for (int b = 0; b < MAX_BATCH && rc == TS_OK && np[b] > 0; b++) {
+        rc = ts_probe_round_rule(F->e, W->pairs + (size_t)b * W->stride, np[b],
+                                 W->first == 0 && F->n >= SAMPLES_TOP_MIN_NODES ? &F->rule_top
+                                                                                : &F->rule,
+                                 W->st, F->err);
+        if (rc == TS_OK)
+            rc = store_round(F, W->st, np[b], lightb[b]);
+    }
+    return rc;
+}
+
+/* Batches of rounds for all the regions of the current depth until none has a test left. */
+static int run_depth(fast *F, walk *W)
+{
+    int nr = W->last - W->first, rc = TS_OK, active = 1;
+    while (active && rc == TS_OK) {
+        /* group live nodes and this depth's measurements by region */
+        group_by_region(F, W);
+        if ((rc = sorted_update(F, &W->S, W->first, nr)) != TS_OK)
+            break;
+        int np[MAX_BATCH] = {0}, lightb[MAX_BATCH] = {0};
+        active = 0;
+        for (int r = 0; r < nr && rc == TS_OK; r++)
+            rc = plan_region(F, W, r, np, lightb, &active);
+        if (rc != TS_OK || !active)
+            break;
+        rc = measure_batch(F, W, np, lightb);
+    }
+    return rc;
+}
+
+/* The regions of the current depth into the tree, and each node into its region of the next
+ * depth; with `limit`, the deadline came: returns TS_ELIMIT once done (or an error). */
+static int emit_depth(fast *F, walk *W, int limit)
+{
+    int n = F->n, first = W->first, nr = W->last - W->first;
+    int rc = limit ? TS_ELIMIT : TS_OK;
+    /* emit every region of this depth with the fragments it has (on a deadline this
+     * is the best partition so far and the walk stops) */
+    for (int r = 0; r < nr && (rc == TS_OK || rc == TS_ELIMIT); r++) {
+        const int *mem = W->order + W->rstart[r];
+        int nmem = W->rstart[r + 1] - W->rstart[r];
+        if (nmem == 0)
+            continue;
+        int e2 = emit_region(F, first + r, mem, nmem, W->next_reg, W->scratch);
+        if (e2 != TS_OK)
+            rc = e2;
+    }
+    if (rc != TS_OK && rc != TS_ELIMIT)
+        return rc;
+    for (int i = 0; i < n; i++)
+        if (F->reg[i] >= first && !F->dead[i])
+            F->reg[i] = W->next_reg[i];
+    if (limit) {
+        /* nodes of unresolved subtrees hang from their subtree's switch */
+        for (int i = 0; i < n; i++)
+            if (F->reg[i] >= W->last && !F->dead[i] && F->count[i] > 0 &&
+                ts_utree_add(F->t, F->R[F->reg[i]].vert, 1.0, i) < 0)
+                rc = TS_ENOMEM;
+    }
+    return rc;
+}
+
+/* Keeps the measurements of this depth that the next one can use (its regions are those from
+ * `last` on) and forgets this depth's padding. */
+static void carry_evidence(fast *F, int last)
+{
+    /* pairs measured at this depth inside one new region are evidence there too */
+    long kept = 0;
+    for (long k = 0; k < F->nm; k++) {
+        int ra = F->reg[F->M[k].a], rb = F->reg[F->M[k].b];
+        if (ra >= last && ra == rb && !F->dead[F->M[k].a] && !F->dead[F->M[k].b]) {
+            F->M[kept] = F->M[k];
+            F->M[kept].carried = 1;
+            F->M[kept].deferred = 0;
+            F->M[kept++].light = 0;     /* below, every round is a heavy one */
+        }
+    }
+    F->nm = kept;
+    F->deferred.used = 0;
+    memset(F->deferred.key, 0, sizeof *F->deferred.key * F->deferred.cap);
+}
+
 static int fast_run(fast *F)
 {
     int n = F->n, rc = TS_OK;
-    int *next_reg = malloc(sizeof(int) * (size_t)n);
-    int *order = malloc(sizeof(int) * (size_t)n);       /* nodes grouped by region */
-    int *rstart = NULL;
-    sorted_meas S;
-    memset(&S, 0, sizeof S);
-    int *scratch = malloc(sizeof(int) * (size_t)(6 * n + 8));
-    ts_pair *pairs = malloc(sizeof *pairs * (size_t)(n / 2 + 1) * MAX_BATCH);
-    ts_pair_stats *st = malloc(sizeof *st * (size_t)(n / 2 + 1));
-    if (!next_reg || !order || !scratch || !pairs || !st) {
+    walk W;
+    memset(&W, 0, sizeof W);
+    W.stride = (size_t)(n / 2 + 1);
+    W.next_reg = malloc(sizeof(int) * (size_t)n);
+    W.order = malloc(sizeof(int) * (size_t)n);
+    W.scratch = malloc(sizeof(int) * (size_t)(6 * n + 8));
+    W.pairs = malloc(sizeof *W.pairs * W.stride * MAX_BATCH);
+    W.st = malloc(sizeof *W.st * W.stride);
+    if (!W.next_reg || !W.order || !W.scratch || !W.pairs || !W.st) {
         rc = TS_ENOMEM;
         goto out;
     }
@@ -1364,165 +1574,32 @@ static int fast_run(fast *F)
     }
     for (int i = 0; i < n; i++)
         F->reg[i] = 0;
-    int first = 0;   /* regions [first, nreg) are the current depth */
-    while (first < F->nreg && rc == TS_OK) {
-        int last = F->nreg, nr = last - first;
-        free(rstart);
-        rstart = calloc((size_t)nr + 1, sizeof(int));
-        if (!rstart || sorted_reset(&S, nr)) {
+    while (W.first < F->nreg && rc == TS_OK) {
+        W.last = F->nreg;
+        int nr = W.last - W.first;
+        free(W.rstart);
+        W.rstart = calloc((size_t)nr + 1, sizeof(int));
+        if (!W.rstart || sorted_reset(&W.S, nr)) {
             rc = TS_ENOMEM;
             break;
         }
-        int active = 1;
-        while (active && rc == TS_OK) {
-            /* group live nodes and this depth's measurements by region */
-            memset(rstart, 0, sizeof(int) * (size_t)(nr + 1));
-            for (int i = 0; i < n; i++)
-                if (F->reg[i] >= first && !F->dead[i])
-                    rstart[F->reg[i] - first + 1]++;
-            for (int r = 0; r < nr; r++)
-                rstart[r + 1] += rstart[r];
-            memcpy(scratch, rstart, sizeof(int) * (size_t)nr);
-            for (int i = 0; i < n; i++)
-                if (F->reg[i] >= first && !F->dead[i])
-                    order[scratch[F->reg[i] - first]++] = i;
-            if ((rc = sorted_update(F, &S, first, nr)) != TS_OK)
-                break;
-            int np[MAX_BATCH] = {0}, lightb[MAX_BATCH] = {0};
-            size_t stride = (size_t)(n / 2 + 1);
-            active = 0;
-            for (int r = 0; r < nr && rc == TS_OK; r++) {
-                region *R = &F->R[first + r];
-                const int *mem = order + rstart[r];
-                int nmem = rstart[r + 1] - rstart[r];
-                const long *mi = S.mi + S.start[r];
-                long m = S.start[r + 1] - S.start[r];
-                rc = choose_cut(F, R, mem, nmem, mi, S.light[r] - S.start[r], m);
-                if (rc != TS_OK || R->done)
-                    continue;
-                /* a region needs about as many rounds as it has children, never more than
-                 * a tournament of its nodes: a safety net against cuts that keep moving */
-                if (R->rounds > 2 * nmem ||
-                    (!isfinite(R->cut) && nmem > AMBIGUOUS_MIN && R->rounds >= AMBIGUOUS_ROUNDS)) {
-                    /* no consistent cut after many rounds in a big region: its children cannot
-                     * be told apart by threshold, so it stays one switch (ambiguous) rather
-                     * than a tournament of all its nodes */
-                    R->done = 1;
-                    R->ambiguous = !isfinite(R->cut);
-                    continue;
-                }
-                frags g;
-                /* below the top, padding pairs unmeasured nodes inside fragments (pad_inside) */
-                if (frags_build(F, &g, R, mem, nmem, mi, m, first > 0, scratch)) {
-                    frags_free(&g);
-                    rc = TS_ENOMEM;
-                    break;
-                }
-                /* A region of a few nodes below the top has at most a few pairs a round, too
-                 * few on its links for their load to move its levels, and mostly it is a
-                 * leaf proving it is a star, one pair of its nodes after the other: members
-                 * without a test do not pad there. */
-                g.rest = first > 0 && nmem <= REST_MAX_NODES;
-                g.has_cut = isfinite(R->cut);
-                g.recheck = R->rechecks < RECHECK_MAX;
-                g.biggest = first == 0 && nmem >= BIG_PARTNER_MIN_NODES;
-                int batch = batch_rounds(R, &g, first == 0);
-                /* light rounds only in the top region, the one region of its depth: below,
-                 * several regions share a round, and their rounds are cheap anyway */
-                int light_pairs = first == 0 ? nmem / LIGHT_SHARE : 0;
-                if (light_pairs < LIGHT_MIN_PAIRS)
-                    light_pairs = 0;    /* too few pairs to show their own near and far levels */
-                /* light rounds that never find a cut of their own would decide nothing:
-                 * after a few, the region goes back to heavy rounds */
-                if (!R->light_cut && R->light_rounds >= LIGHT_TRIAL)
-                    light_pairs = 0;
-                for (int b = 0; b < batch; b++) {
-                    int tests = 0, light = 0;
-                    int got = plan_round(F, &g, pairs + (size_t)b * stride + np[b], &tests,
-                                         light_pairs, &light);
-                    if (got < 0) {
-                        rc = TS_ENOMEM;
-                        break;
-                    }
-                    if (tests == 0) {
-                        if (b == 0)
-                            R->done = 1;
-                        break;
-                    }
-                    active = 1;
-                    R->rounds++;
-                    np[b] += got;
-                    lightb[b] = light;
-                    R->light_rounds += light;
-                }
-                R->rechecks += R->rechecks < RECHECK_MAX && !g.recheck;
-                frags_free(&g);
-            }
-            if (rc != TS_OK || !active)
-                break;
-            /* one gather/scatter for the whole batch: the later rounds assume the earlier
-             * tests came out separate, as most do */
-            rc = ts_probe_control(F->e, F->err);
-            for (int b = 0; b < MAX_BATCH && rc == TS_OK && np[b] > 0; b++) {
-                rc = ts_probe_round_rule(F->e, pairs + (size_t)b * stride, np[b],
-                                         first == 0 && n >= SAMPLES_TOP_MIN_NODES ? &F->rule_top
-                                                                                  : &F->rule,
-                                         st, F->err);
-                if (rc == TS_OK)
-                    rc = store_round(F, st, np[b], lightb[b]);
-            }
-        }
+        rc = run_depth(F, &W);
         if (rc == TS_ELIMIT || rc == TS_OK) {
-            /* emit every region of this depth with the fragments it has (on a deadline this
-             * is the best partition so far and the walk stops) */
-            int limit = rc == TS_ELIMIT;
-            for (int r = 0; r < nr && (rc == TS_OK || rc == TS_ELIMIT); r++) {
-                const int *mem = order + rstart[r];
-                int nmem = rstart[r + 1] - rstart[r];
-                if (nmem == 0)
-                    continue;
-                int e2 = emit_region(F, first + r, mem, nmem, next_reg, scratch);
-                if (e2 != TS_OK)
-                    rc = e2;
-            }
-            if (rc != TS_OK && rc != TS_ELIMIT)
+            rc = emit_depth(F, &W, rc == TS_ELIMIT);
+            if (rc != TS_OK)
                 break;
-            for (int i = 0; i < n; i++)
-                if (F->reg[i] >= first && !F->dead[i])
-                    F->reg[i] = next_reg[i];
-            if (limit) {
-                /* nodes of unresolved subtrees hang from their subtree's switch */
-                for (int i = 0; i < n; i++)
-                    if (F->reg[i] >= last && !F->dead[i] && F->count[i] > 0 &&
-                        ts_utree_add(F->t, F->R[F->reg[i]].vert, 1.0, i) < 0)
-                        rc = TS_ENOMEM;
-                break;
-            }
         }
-        /* pairs measured at this depth inside one new region are evidence there too */
-        long kept = 0;
-        for (long k = 0; k < F->nm; k++) {
-            int ra = F->reg[F->M[k].a], rb = F->reg[F->M[k].b];
-            if (ra >= last && ra == rb && !F->dead[F->M[k].a] && !F->dead[F->M[k].b]) {
-                F->M[kept] = F->M[k];
-                F->M[kept].carried = 1;
-                F->M[kept].deferred = 0;
-                F->M[kept++].light = 0;     /* below, every round is a heavy one */
-            }
-        }
-        F->nm = kept;
-        F->deferred.used = 0;
-        memset(F->deferred.key, 0, sizeof *F->deferred.key * F->deferred.cap);
-        first = last;
+        carry_evidence(F, W.last);
+        W.first = W.last;
     }
 out:
-    free(next_reg);
-    free(order);
-    free(rstart);
-    sorted_free(&S);
-    free(scratch);
-    free(pairs);
-    free(st);
+    free(W.next_reg);
+    free(W.order);
+    free(W.rstart);
+    sorted_free(&W.S);
+    free(W.scratch);
+    free(W.pairs);
+    free(W.st);
     return rc;
 }
 
