@@ -175,71 +175,61 @@ static double mean_quartet_length(const ts_distmat *dm, int r, const int *ids, c
     return mean;
 }
 
-static int build_verified_tree(const ts_distmat *dm, int r, const int *ids, int m, const double *dr,
-                               const dendro *merges, double fixed_tol, double sd, ts_utree *out,
-                               ts_infer_report *rep)
+/* build_verified_tree's dendrogram, laid out so that every node's leaves are one range, and the
+ * tree it becomes. Dendrogram ids: < m leaves (positions in ids), >= m internal (m + k). */
+typedef struct verify_work {
+    const ts_distmat *dm;
+    const dendro *merges;
+    const int *ids;
+    int r, m, total, top;
+    int *lo, *hi, *mid;     /* node id's leaves: order[lo, hi), its left child's order[lo, mid) */
+    int *parent;
+    int *order;             /* leaves in depth-first order */
+    int *stack;
+    double *len;            /* length of the edge to the parent, NAN once contracted */
+    int *vert;              /* the output tree's vertex of each node */
+    double *depth;          /* ... and its distance below the reference */
+} verify_work;
+
+/* The other child of id's parent. */
+static int dendro_sibling(const verify_work *V, int id)
 {
-    int nint = m - 1, total = m + nint;
-    int *lo = malloc(sizeof(int) * (size_t)total), *hi = malloc(sizeof(int) * (size_t)total);
-    int *mid = malloc(sizeof(int) * (size_t)total), *parent = malloc(sizeof(int) * (size_t)total);
-    int *order = malloc(sizeof(int) * (size_t)m), *stack = malloc(sizeof(int) * (size_t)(total + 1));
-    int *vert = malloc(sizeof(int) * (size_t)total);
-    double *len = malloc(sizeof(double) * (size_t)total), *depth = malloc(sizeof(double) * (size_t)total);
-    int rc = TS_OK;
-    if (!lo || !hi || !mid || !parent || !order || !stack || !vert || !len || !depth) {
-        rc = TS_ENOMEM;
-        goto done;
-    }
-    int top = m > 1 ? total - 1 : 0;
+    const dendro *pn = &V->merges[V->parent[id] - V->m];
+    return pn->left == id ? pn->right : pn->left;
+}
+
+static void layout_dendrogram(verify_work *V)
+{
+    int m = V->m, *lo = V->lo, *hi = V->hi, *stack = V->stack;
     /* Leaves in depth-first order: every dendrogram node's members are one range of `order`. */
     int sp = 0, pos = 0;
-    parent[top] = TS_NONE;
-    stack[sp++] = top;
+    V->parent[V->top] = TS_NONE;
+    stack[sp++] = V->top;
     while (sp > 0) {
         int id = stack[--sp];
         if (id < m) {
             lo[id] = pos;
-            order[pos++] = id;
+            V->order[pos++] = id;
             hi[id] = pos;
             continue;
         }
-        const dendro *dn = &merges[id - m];
-        parent[dn->left] = parent[dn->right] = id;
+        const dendro *dn = &V->merges[id - m];
+        V->parent[dn->left] = V->parent[dn->right] = id;
         stack[sp++] = dn->right;     /* left is visited first */
         stack[sp++] = dn->left;
     }
-    for (int id = m; id < total; id++) {
-        const dendro *dn = &merges[id - m];
+    for (int id = m; id < V->total; id++) {
+        const dendro *dn = &V->merges[id - m];
         lo[id] = lo[dn->left] < lo[dn->right] ? lo[dn->left] : lo[dn->right];
         hi[id] = hi[dn->left] > hi[dn->right] ? hi[dn->left] : hi[dn->right];
-        mid[id] = hi[dn->left] < hi[dn->right] ? hi[dn->left] : hi[dn->right];
+        V->mid[id] = hi[dn->left] < hi[dn->right] ? hi[dn->left] : hi[dn->right];
     }
-    ts_rng rng;
-    ts_rng_seed_stream(&rng, (uint64_t)m * 7919u + (uint64_t)r, 0x1f);
-    /* First pass: every edge's length estimate and the spread of its quartet values. */
-    double *var = malloc(sizeof(double) * (size_t)total), *pool = malloc(sizeof(double) * (size_t)total);
-    if (!var || !pool) {
-        free(var);
-        free(pool);
-        rc = TS_ENOMEM;
-        goto done;
-    }
-    int npool = 0;
-    for (int id = 0; id < total; id++) {
-        len[id] = var[id] = NAN;
-        if (id < m || id == top)
-            continue;
-        int p = parent[id];
-        const dendro *pn = &merges[p - m];
-        int sib = pn->left == id ? pn->right : pn->left;
-        int used;
-        len[id] = mean_quartet_length(dm, r, ids, order, lo[id], mid[id], hi[id], lo[sib], hi[sib],
-                                      lo[p], hi[p], m, &rng, &used, &var[id]);
-        if (!isfinite(len[id]))
-            len[id] = merges[id - m].height - pn->height;    /* too little data: reference only */
-        if (used >= 8 && isfinite(var[id]))
-            pool[npool++] = var[id];
-    }
+}
+
+/* The noise of one distance from sd, the intervals' typical standard error, and the npool
+ * variances of well-sampled quartet estimates (sorted here). */
+static double distance_noise(double sd, double *pool, int npool)
+{
     /* The noise of one distance: the sampling error the intervals report, or -- when larger --
      * what the quartets show, which also holds errors constant within a pair's samples (flows
      * of the same round sharing a link). A quartet value holds four distances: var = 4 sd^2 / 4. */
@@ -250,15 +240,53 @@ static int build_verified_tree(const ts_distmat *dm, int r, const int *ids, int 
         if (quartet_sd > z_sd)
             z_sd = quartet_sd;
     }
+    return z_sd;
+}
+
+/* Every internal edge's length from the quartets, and in *z_sd the noise of one distance. */
+static int estimate_edges(verify_work *V, double sd, double *z_sd)
+{
+    int m = V->m, total = V->total;
+    ts_rng rng;
+    ts_rng_seed_stream(&rng, (uint64_t)m * 7919u + (uint64_t)V->r, 0x1f);
+    /* First pass: every edge's length estimate and the spread of its quartet values. */
+    double *var = malloc(sizeof(double) * (size_t)total), *pool = malloc(sizeof(double) * (size_t)total);
+    if (!var || !pool) {
+        free(var);
+        free(pool);
+        return TS_ENOMEM;
+    }
+    int npool = 0;
+    for (int id = 0; id < total; id++) {
+        V->len[id] = var[id] = NAN;
+        if (id < m || id == V->top)
+            continue;
+        int p = V->parent[id], sib = dendro_sibling(V, id);
+        int used;
+        V->len[id] = mean_quartet_length(V->dm, V->r, V->ids, V->order, V->lo[id], V->mid[id], V->hi[id],
+                                         V->lo[sib], V->hi[sib], V->lo[p], V->hi[p], m, &rng, &used,
+                                         &var[id]);
+        if (!isfinite(V->len[id]))
+            V->len[id] = V->merges[id - m].height - V->merges[p - m].height;    /* too little data: reference only */
+        if (used >= 8 && isfinite(var[id]))
+            pool[npool++] = var[id];
+    }
+    *z_sd = distance_noise(sd, pool, npool);
     free(pool);
     free(var);
+    return TS_OK;
+}
+
+/* Contracts the edges shorter than their tolerance (fixed_tol, or VERIFY_Z standard errors of
+ * their estimate with distances of noise z_sd); returns the smallest tolerance applied. */
+static double contract_short_edges(verify_work *V, double z_sd, double fixed_tol)
+{
+    int m = V->m, *lo = V->lo, *hi = V->hi, *mid = V->mid;
     double min_tol = INFINITY;
-    for (int id = m; id < total; id++) {
-        if (id == top)
+    for (int id = m; id < V->total; id++) {
+        if (id == V->top)
             continue;
-        int p = parent[id];
-        const dendro *pn = &merges[p - m];
-        int sib = pn->left == id ? pn->right : pn->left;
+        int p = V->parent[id], sib = dendro_sibling(V, id);
         /* each of the four distances averages over at most this many distinct pairs */
         double nl = mid[id] - lo[id], nr = hi[id] - mid[id], ns = hi[sib] - lo[sib];
         double nx = m - (hi[p] - lo[p]) + 1;
@@ -267,64 +295,101 @@ static int build_verified_tree(const ts_distmat *dm, int r, const int *ids, int 
         double tol = fixed_tol > 0 ? fixed_tol : VERIFY_Z * se;
         if (tol < min_tol)
             min_tol = tol;
-        if (!(len[id] >= tol))
-            len[id] = NAN;     /* contracted into the switch above */
+        if (!(V->len[id] >= tol))
+            V->len[id] = NAN;     /* contracted into the switch above */
     }
-    rep->tol_us = isfinite(min_tol) ? min_tol : fixed_tol;
-    rep->noise_us = z_sd;
+    return min_tol;
+}
+
+/* The verified dendrogram into out, the reference r hanging from the root; dr: each leaf's
+ * distance from r. */
+static int emit_verified_tree(verify_work *V, const double *dr, ts_utree *out)
+{
+    int m = V->m, top = V->top, *vert = V->vert, *stack = V->stack, rc = TS_OK;
+    double *depth = V->depth;
     /* Build top-down: a contracted node hangs its children from its parent's switch. */
     /* Two nodes alone: split their distance evenly around the one switch. */
-    double top_h = m > 1 ? merges[top - m].height : 0.5 * dr[0];
+    double top_h = m > 1 ? V->merges[top - m].height : 0.5 * dr[0];
     if (!isfinite(top_h) || top_h < 0)
         top_h = 0;
     int root = ts_utree_add(out, TS_NONE, 0, TS_NONE);
-    if (root < 0 || ts_utree_add(out, root, top_h, r) < 0) {
-        rc = TS_ENOMEM;
-        goto done;
-    }
+    if (root < 0 || ts_utree_add(out, root, top_h, V->r) < 0)
+        return TS_ENOMEM;
     vert[top] = root;
     depth[top] = top_h;
-    sp = 0;
+    int sp = 0;
     stack[sp++] = top;
     while (sp > 0 && rc == TS_OK) {
         int id = stack[--sp];
         if (id == top && id < m) {
-            if (ts_utree_add(out, root, fmax(dr[id] - top_h, 0), ids[id]) < 0)
+            if (ts_utree_add(out, root, fmax(dr[id] - top_h, 0), V->ids[id]) < 0)
                 rc = TS_ENOMEM;
             continue;
         }
         if (id != top) {
-            int p = parent[id];
+            int p = V->parent[id];
             if (id < m) {
-                if (ts_utree_add(out, vert[p], fmax(dr[id] - depth[p], 0), ids[id]) < 0)
+                if (ts_utree_add(out, vert[p], fmax(dr[id] - depth[p], 0), V->ids[id]) < 0)
                     rc = TS_ENOMEM;
                 continue;
             }
-            if (isnan(len[id])) {
+            if (isnan(V->len[id])) {
                 vert[id] = vert[p];
                 depth[id] = depth[p];
             } else {
-                vert[id] = ts_utree_add(out, vert[p], len[id], TS_NONE);
-                depth[id] = depth[p] + len[id];
+                vert[id] = ts_utree_add(out, vert[p], V->len[id], TS_NONE);
+                depth[id] = depth[p] + V->len[id];
                 if (vert[id] < 0)
                     rc = TS_ENOMEM;
             }
         }
         if (id >= m) {
-            stack[sp++] = merges[id - m].left;
-            stack[sp++] = merges[id - m].right;
+            stack[sp++] = V->merges[id - m].left;
+            stack[sp++] = V->merges[id - m].right;
         }
     }
+    return rc;
+}
+
+static int build_verified_tree(const ts_distmat *dm, int r, const int *ids, int m, const double *dr,
+                               const dendro *merges, double fixed_tol, double sd, ts_utree *out,
+                               ts_infer_report *rep)
+{
+    int nint = m - 1, total = m + nint;
+    verify_work V = {.dm = dm, .merges = merges, .ids = ids, .r = r, .m = m, .total = total};
+    V.lo = malloc(sizeof(int) * (size_t)total);
+    V.hi = malloc(sizeof(int) * (size_t)total);
+    V.mid = malloc(sizeof(int) * (size_t)total);
+    V.parent = malloc(sizeof(int) * (size_t)total);
+    V.order = malloc(sizeof(int) * (size_t)m);
+    V.stack = malloc(sizeof(int) * (size_t)(total + 1));
+    V.vert = malloc(sizeof(int) * (size_t)total);
+    V.len = malloc(sizeof(double) * (size_t)total);
+    V.depth = malloc(sizeof(double) * (size_t)total);
+    int rc = TS_OK;
+    if (!V.lo || !V.hi || !V.mid || !V.parent || !V.order || !V.stack || !V.vert || !V.len || !V.depth) {
+        rc = TS_ENOMEM;
+        goto done;
+    }
+    V.top = m > 1 ? total - 1 : 0;
+    layout_dendrogram(&V);
+    double z_sd;
+    if ((rc = estimate_edges(&V, sd, &z_sd)) != TS_OK)
+        goto done;
+    double min_tol = contract_short_edges(&V, z_sd, fixed_tol);
+    rep->tol_us = isfinite(min_tol) ? min_tol : fixed_tol;
+    rep->noise_us = z_sd;
+    rc = emit_verified_tree(&V, dr, out);
 done:
-    free(lo);
-    free(hi);
-    free(mid);
-    free(parent);
-    free(order);
-    free(stack);
-    free(vert);
-    free(len);
-    free(depth);
+    free(V.lo);
+    free(V.hi);
+    free(V.mid);
+    free(V.parent);
+    free(V.order);
+    free(V.stack);
+    free(V.vert);
+    free(V.len);
+    free(V.depth);
     return rc;
 }
 
