@@ -277,28 +277,21 @@ static int kfind(const fast *F, int x)
     return x;
 }
 
-/* The cut of one class of a region's rounds (heavy or light, see plan_round): near pairs
- * join in F->uf. mi lists the class's measurements sorted by RTT (meas_before). Returns the
- * index of the first pair above the cut in *cut_at (0: no cut). */
-static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, const long *mi,
-                     long m, long *cut_at)
+/* The index of a far class's FAR_QUANTILE quantile from its top (or bottom), for n pairs. */
+static long far_quantile(long n)
 {
-    *cut_at = 0;
-    for (int i = 0; i < nmem; i++) {
-        int x = mem[i];
-        F->kpar[x] = x;
-        F->krank[x] = 0;
-        F->ktime[x] = LONG_MAX;
-    }
-    r->far_lo[light] = light ? INFINITY : 0;
-    r->far_hi[light] = INFINITY;
-    if (m == 0)
-        return TS_OK;
-    /* merges[k]: edges below k that joined two groups; a cut that leaves one group splits
-     * nothing (its far class would be outliers only) */
-    long *merges = calloc((size_t)m + 1, sizeof(long));
-    if (!merges)
-        return TS_ENOMEM;
+    long q = (long)(FAR_QUANTILE * (double)n);
+    if (q < 2)
+        q = 2;
+    if (q > n - 1)
+        q = n - 1;
+    return q;
+}
+
+/* The Kruskal pass over the class's m pairs in RTT order (the forest in F->kpar, F->krank and
+ * F->ktime); merges[j + 1] counts the pairs up to j that joined two groups (merges[0] = 0). */
+static void kruskal_merges(fast *F, const long *mi, long m, long *merges)
+{
     for (long j = 0; j < m; j++) {
         int a = kfind(F, F->M[mi[j]].a), b = kfind(F, F->M[mi[j]].b);
         merges[j + 1] = merges[j] + (a != b);
@@ -314,25 +307,20 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, co
         if (F->krank[a] == F->krank[b])
             F->krank[a]++;
     }
-    /* Under cut k (edges 0..k-1 near) an edge j >= k whose endpoints were connected before k
-     * is a violation: a far pair inside one child. violations[k] counts them for every k at
-     * once: edge j violates the cuts connected_at(j) < k <= j. A cut is consistent when its
-     * violations are outliers: all samples of a near pair in the jitter's tail, rare but not
-     * negligible over thousands of pairs taken with two samples. */
-    long *violations = calloc((size_t)(2 * m + 1), sizeof(long));
-    if (!violations) {
-        free(merges);
-        return TS_ENOMEM;
-    }
-    long *conn = violations + m + 1;    /* edge -> when its endpoints got connected */
+}
+
+/* Under cut k (edges 0..k-1 near) an edge j >= k whose endpoints were connected before k
+ * is a violation: a far pair inside one child. violations[k] counts them for every k at
+ * once: edge j violates the cuts connected_at(j) < k <= j. A cut is consistent when its
+ * violations are outliers: all samples of a near pair in the jitter's tail, rare but not
+ * negligible over thousands of pairs taken with two samples. conn: edge -> when its endpoints
+ * got connected. Sets the class's r->far_hi, above which no pair counts. */
+static void count_violations(const fast *F, region *r, int light, const long *mi, long m,
+                             long *violations, long *conn)
+{
     /* A pair far above the top of the region's RTTs is an outlier whatever the cut: it is
      * neither a far pair nor a violation (nor, alone, a test: frags_build) */
-    long qtop = (long)(FAR_QUANTILE * (double)m);
-    if (qtop < 2)
-        qtop = 2;
-    if (qtop > m - 1)
-        qtop = m - 1;
-    r->far_hi[light] = F->M[mi[m - 1 - qtop]].d * FAR_CEIL;
+    r->far_hi[light] = F->M[mi[m - 1 - far_quantile(m)]].d * FAR_CEIL;
     for (long j = 0; j < m; j++) {
         long c = connected_at(F, F->M[mi[j]].a, F->M[mi[j]].b);
         /* in the light class, two nodes the heavy rounds already joined are near: above
@@ -347,32 +335,50 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, co
     }
     for (long j = 1; j <= m; j++)
         violations[j] += violations[j - 1];
+}
+
+/* The noise a gap of the class must stand out of, in *floor_us. */
+static int class_noise_floor(fast *F, int light, const long *mi, long m, double *floor_us)
+{
     /* The spread of the lowest class (pairs within GAP_MIN of the smallest RTT) is the
      * noise a gap must stand out of: pendant and jitter differences between pairs of one
      * level, which in a star region could otherwise open a small gap by chance. */
-    double floor_us = 0;
+    *floor_us = 0;
     long nlow = 0;
     while (nlow < m && F->M[mi[nlow]].d <= F->M[mi[0]].d * (1.0 + GAP_MIN))
         nlow++;
     if (nlow >= 5 && !light) {
         double *low = malloc(sizeof(double) * (size_t)nlow);
-        if (!low) {
-            free(violations);
-            free(merges);
+        if (!low)
             return TS_ENOMEM;
-        }
         for (long j = 0; j < nlow; j++)
             low[j] = F->M[mi[j]].d;
         double med = ts_median(low, (int)nlow);
-        floor_us = GAP_NOISE * 1.4826 * ts_mad(low, (int)nlow, med);
+        *floor_us = GAP_NOISE * 1.4826 * ts_mad(low, (int)nlow, med);
         free(low);
-        if (floor_us > F->noise_floor_us)
-            F->noise_floor_us = floor_us;
+        if (*floor_us > F->noise_floor_us)
+            F->noise_floor_us = *floor_us;
     } else if (!light) {
         /* too few pairs to see their own noise (a leaf of four nodes has six): pairs of one
          * level differ by as much everywhere, so the floor seen higher up holds here */
-        floor_us = F->noise_floor_us;
+        *floor_us = F->noise_floor_us;
     }
+    return TS_OK;
+}
+
+/* A cut of a class: edges below k near, edges from k + t on far, the t between them
+ * stragglers; gap its relative gap. k = 0: no cut. */
+typedef struct class_cut {
+    long k, t;
+    double gap;
+} class_cut;
+
+/* The consistent cut with the widest gap (see the header), from the Kruskal pass's merges,
+ * the violations and the noise floor. */
+static class_cut widest_consistent_cut(const fast *F, const region *r, int light, int nmem,
+                                       const long *mi, long m, const long *merges,
+                                       const long *violations, const long *conn, double floor_us)
+{
     /* Cut k with t stragglers: edges below k are near, edges from k + t on are far, and the
      * t between them sit inside the gap (a near pair in the jitter's tail), so they are
      * neither. A far class of one pair is never trusted: all samples of a pair can land in
@@ -405,29 +411,72 @@ static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, co
             }
         }
     }
-    free(violations);
-    free(merges);
+    return (class_cut){best, best_t, best_gap};
+}
+
+/* The class's far band and, for a cut, its near pairs joined in F->uf (and the heavy class's
+ * cut, near top and gap recorded). */
+static void apply_cut(fast *F, region *r, int light, const long *mi, long m, class_cut c)
+{
     /* The far band: a near pair whose samples all fell in the jitter's tail lands above the
      * cut, mostly in the gap below the far class or far above it. One such pair between two
      * fragments must not keep them apart for good, so a lone far pair outside the band does
      * not count as a test (frags_build); the pair is tested again with other members. */
-    long farstart = best + best_t, nfar = m - farstart, q = (long)(FAR_QUANTILE * (double)nfar);
-    if (q < 2)
-        q = 2;
-    if (q > nfar - 1)
-        q = nfar - 1;
+    long best = c.k, farstart = c.k + c.t, q = far_quantile(m - farstart);
     if (best > 0) {
         r->far_lo[light] = fmax(F->M[mi[farstart + q]].d * (1.0 - GAP_MIN), F->M[mi[farstart]].d);
         if (!light) {
             r->cut = 0.5 * (F->M[mi[best - 1]].d + F->M[mi[farstart]].d);
             r->near_top = F->M[mi[best - 1]].d;
-            if (best_gap < F->min_gap)
-                F->min_gap = best_gap;
+            if (c.gap < F->min_gap)
+                F->min_gap = c.gap;
         }
         for (long j = 0; j < best; j++)
             ts_uf_union(F->uf, F->M[mi[j]].a, F->M[mi[j]].b);
     }
-    *cut_at = best;
+}
+
+/* The cut of one class of a region's rounds (heavy or light, see plan_round): near pairs
+ * join in F->uf. mi lists the class's measurements sorted by RTT (meas_before). Returns the
+ * index of the first pair above the cut in *cut_at (0: no cut). */
+static int cut_class(fast *F, region *r, int light, const int *mem, int nmem, const long *mi,
+                     long m, long *cut_at)
+{
+    *cut_at = 0;
+    for (int i = 0; i < nmem; i++) {
+        int x = mem[i];
+        F->kpar[x] = x;
+        F->krank[x] = 0;
+        F->ktime[x] = LONG_MAX;
+    }
+    r->far_lo[light] = light ? INFINITY : 0;
+    r->far_hi[light] = INFINITY;
+    if (m == 0)
+        return TS_OK;
+    /* merges[k]: edges below k that joined two groups; a cut that leaves one group splits
+     * nothing (its far class would be outliers only) */
+    long *merges = calloc((size_t)m + 1, sizeof(long));
+    if (!merges)
+        return TS_ENOMEM;
+    kruskal_merges(F, mi, m, merges);
+    long *violations = calloc((size_t)(2 * m + 1), sizeof(long));
+    if (!violations) {
+        free(merges);
+        return TS_ENOMEM;
+    }
+    long *conn = violations + m + 1;    /* edge -> when its endpoints got connected */
+    count_violations(F, r, light, mi, m, violations, conn);
+    double floor_us;
+    if (class_noise_floor(F, light, mi, m, &floor_us) != TS_OK) {
+        free(violations);
+        free(merges);
+        return TS_ENOMEM;
+    }
+    class_cut c = widest_consistent_cut(F, r, light, nmem, mi, m, merges, violations, conn, floor_us);
+    free(violations);
+    free(merges);
+    apply_cut(F, r, light, mi, m, c);
+    *cut_at = c.k;
     return TS_OK;
 }
 
