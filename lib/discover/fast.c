@@ -80,6 +80,7 @@
 #define FLAT_MIN_LEAVES 8   /* a flat tree with this many leaf switches is checked (flat_tree) */
 #define GROUP_MIN_ITEMS 3   /* the top region's children are grouped (group_top_children) ... */
 #define GROUP_MAX_ITEMS 7   /* ... when it has this few: more are flat_tree's to check */
+#define GROUP_PAIRS (GROUP_MAX_ITEMS * (GROUP_MAX_ITEMS - 1) / 2) /* ... pairs of them at most */
 #define GAP_MIN 0.12        /* a level step is >= ~15% of the same-switch RTT in both profiles */
 #define CUT_OUTLIERS 0.002  /* pairs above a cut that may join nodes it already connects */
 #define STRAGGLERS 2        /* pairs that may sit inside a gap, neither near nor far, ... */
@@ -1031,6 +1032,150 @@ static int cmp_double_asc(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* The top region's k children and the RTTs between them, by pair of children. */
+typedef struct child_pairs {
+    int k, npair;
+    int px[GROUP_PAIRS], py[GROUP_PAIRS];   /* pair p joins children px[p] < py[p] */
+    int *idx;               /* node -> its child, for a node of each; -1 for the others */
+    long *pc;               /* pair p's RTTs: val[pc[p], pc[p + 1]) */
+    long cnt;
+    double *val, *dev;      /* the RTTs; their deviations from their pair's median */
+    double *med;            /* pair p's median RTT */
+    int *order;             /* the pairs by median */
+} child_pairs;
+
+static int child_pair_id(int x, int y)
+{
+    return x < y ? y * (y - 1) / 2 + x : x * (x - 1) / 2 + y;
+}
+
+/* The pair of children a measurement joins, -1 when it joins none or does not count. */
+static int measured_child_pair(const fast *F, const child_pairs *C, const meas *M)
+{
+    if (M->light || M->carried || M->deferred || F->dead[M->a] || F->dead[M->b])
+        return -1;
+    int x = C->idx[ts_uf_find(F->uf, M->a)], y = C->idx[ts_uf_find(F->uf, M->b)];
+    return x >= 0 && y >= 0 && x != y ? child_pair_id(x, y) : -1;
+}
+
+/* Counts the RTTs of every pair of children into C->pc and C->cnt; returns whether every
+ * pair has some (then C->pc holds the ranges). */
+static int count_child_pairs(const fast *F, child_pairs *C)
+{
+    for (long m = 0; m < F->nm; m++) {
+        int p = measured_child_pair(F, C, &F->M[m]);
+        if (p >= 0) {
+            C->pc[p + 1]++;
+            C->cnt++;
+        }
+    }
+    for (int p = 0; p < C->npair; p++)
+        if (C->pc[p + 1] == 0)
+            return 0;
+    for (int p = 0; p < C->npair; p++)
+        C->pc[p + 1] += C->pc[p];
+    return 1;
+}
+
+/* The RTTs of each pair of children into its range of C->val. */
+static int collect_child_rtts(const fast *F, child_pairs *C)
+{
+    long *fill = malloc(sizeof(long) * (size_t)C->npair);
+    if (!fill)
+        return TS_ENOMEM;
+    memcpy(fill, C->pc, sizeof(long) * (size_t)C->npair);
+    for (long m = 0; m < F->nm; m++) {
+        int p = measured_child_pair(F, C, &F->M[m]);
+        if (p >= 0)
+            C->val[fill[p]++] = F->M[m].d;
+    }
+    free(fill);
+    return TS_OK;
+}
+
+/* Each pair's median and the pairs in their order; returns the spread of the RTTs around
+ * their pair's median, robustly. */
+static double child_pair_medians(child_pairs *C)
+{
+    for (int p = 0; p < C->npair; p++) {
+        long lo = C->pc[p], c = C->pc[p + 1] - lo;
+        qsort(C->val + lo, (size_t)c, sizeof(double), cmp_double_asc);
+        C->med[p] = c % 2 ? C->val[lo + c / 2] : 0.5 * (C->val[lo + c / 2 - 1] + C->val[lo + c / 2]);
+        for (long q = lo; q < lo + c; q++)
+            C->dev[q] = fabs(C->val[q] - C->med[p]);
+        C->order[p] = p;
+    }
+    qsort(C->dev, (size_t)C->cnt, sizeof(double), cmp_double_asc);
+    double sd = 1.4826 * C->dev[C->cnt / 2];
+    /* pairs of children by median, insertion sort (at most 21) */
+    for (int i = 1; i < C->npair; i++)
+        for (int j = i; j > 0 && C->med[C->order[j]] < C->med[C->order[j - 1]]; j--) {
+            int t = C->order[j];
+            C->order[j] = C->order[j - 1];
+            C->order[j - 1] = t;
+        }
+    return sd;
+}
+
+/* The grouping of the children at the consistent threshold with the widest gap (see
+ * group_top_children): each child's group in best_grp (a group is named by its first child),
+ * the gap in *best_gap; returns the number of groups, 0 for none. */
+static int best_child_grouping(const child_pairs *C, double sd, int *best_grp, double *best_gap)
+{
+    const int *order = C->order;
+    int k = C->k, grp[GROUP_MAX_ITEMS], best_groups = 0;
+    *best_gap = 0;
+    for (int c = 1; c < C->npair; c++) {
+        double lo = C->med[order[c - 1]], hi = C->med[order[c]];
+        double gap = hi / lo - 1;
+        /* the two medians' standard errors (a median of n values: 1.25 sd / sqrt(n)) */
+        long nlo = C->pc[order[c - 1] + 1] - C->pc[order[c - 1]], nhi = C->pc[order[c] + 1] - C->pc[order[c]];
+        double se = 1.2533 * sd * sqrt(1.0 / (double)nlo + 1.0 / (double)nhi);
+        if (!(gap > GAP_MIN && hi - lo > GAP_NOISE * se && gap > *best_gap))
+            continue;
+        for (int j = 0; j < k; j++)
+            grp[j] = j;
+        for (int q = 0; q < c; q++) {       /* join the children of the pairs below */
+            int gx = grp[C->px[order[q]]], gy = grp[C->py[order[q]]];
+            for (int j = 0; j < k; j++)
+                if (grp[j] == gy)
+                    grp[j] = gx;
+        }
+        int consistent = 1;                 /* no pair above joins children of one group */
+        for (int q = c; q < C->npair && consistent; q++)
+            consistent = grp[C->px[order[q]]] != grp[C->py[order[q]]];
+        int groups = 0;
+        for (int j = 0; j < k; j++)
+            groups += grp[j] == j;
+        if (!consistent || groups < 2 || groups == k)
+            continue;
+        *best_gap = gap;
+        best_groups = groups;
+        memcpy(best_grp, grp, sizeof grp);
+    }
+    return best_groups;
+}
+
+/* Every group of two or more of the k children (grp) under a switch of its own below the top. */
+static int add_group_switches(fast *F, int ri, const int *itemv, int k, const int *grp)
+{
+    double h = region_height(&F->R[ri]);
+    for (int g = 0; g < k; g++) {
+        int members = 0;
+        for (int j = 0; j < k; j++)
+            members += grp[j] == g;
+        if (members < 2)
+            continue;
+        int v = ts_utree_add(F->t, F->R[ri].vert, 0.3 * h, TS_NONE);
+        if (v < 0)
+            return TS_ENOMEM;
+        for (int j = 0; j < k; j++)
+            if (grp[j] == g)
+                F->t->parent[itemv[j]] = v;
+    }
+    return TS_OK;
+}
+
 /* The top region's cut is the largest relative gap among its RTTs, so where the levels below
  * the top are as far apart as the top is from them (the testbed's spine over two pods of two
  * leaves: 800, 1600 and 2400 us), it may cut at a lower level and return leaves as its
@@ -1046,136 +1191,51 @@ static int group_top_children(fast *F, int ri, const int *items, const int *item
 {
     if (k < GROUP_MIN_ITEMS || k > GROUP_MAX_ITEMS)
         return TS_OK;
-    int npair = k * (k - 1) / 2, rc = TS_OK;
-    long cnt = 0;
-    int *idx = malloc(sizeof(int) * (size_t)F->n);
-    long *pc = calloc((size_t)npair + 1, sizeof(long));
-    double *val = NULL, *med = NULL, *dev = NULL;
-    int *order = NULL, px[GROUP_MAX_ITEMS * (GROUP_MAX_ITEMS - 1) / 2], py[GROUP_MAX_ITEMS * (GROUP_MAX_ITEMS - 1) / 2];
+    child_pairs C;
+    memset(&C, 0, sizeof C);
+    C.k = k;
+    C.npair = k * (k - 1) / 2;
+    int rc = TS_OK;
+    C.idx = malloc(sizeof(int) * (size_t)F->n);
+    C.pc = calloc((size_t)C.npair + 1, sizeof(long));
     for (int y = 1, p = 0; y < k; y++)
         for (int x = 0; x < y; x++, p++) {
-            px[p] = x;
-            py[p] = y;
+            C.px[p] = x;
+            C.py[p] = y;
         }
-    if (!idx || !pc) {
+    if (!C.idx || !C.pc) {
         rc = TS_ENOMEM;
         goto done;
     }
     for (int i = 0; i < F->n; i++)
-        idx[i] = -1;
+        C.idx[i] = -1;
     for (int j = 0; j < k; j++)
-        idx[items[j]] = j;
-#define PAIR_ID(x, y) ((x) < (y) ? (y) * ((y) - 1) / 2 + (x) : (x) * ((x) - 1) / 2 + (y))
-    for (long m = 0; m < F->nm; m++) {
-        const meas *M = &F->M[m];
-        if (M->light || M->carried || M->deferred || F->dead[M->a] || F->dead[M->b])
-            continue;
-        int x = idx[ts_uf_find(F->uf, M->a)], y = idx[ts_uf_find(F->uf, M->b)];
-        if (x >= 0 && y >= 0 && x != y) {
-            pc[PAIR_ID(x, y) + 1]++;
-            cnt++;
-        }
-    }
-    for (int p = 0; p < npair; p++)
-        if (pc[p + 1] == 0)
-            goto done;              /* a pair of children never measured: nothing to go by */
-    for (int p = 0; p < npair; p++)
-        pc[p + 1] += pc[p];
-    val = malloc(sizeof(double) * (size_t)cnt);
-    dev = malloc(sizeof(double) * (size_t)cnt);
-    med = malloc(sizeof(double) * (size_t)npair);
-    order = malloc(sizeof(int) * (size_t)npair);
-    long *fill = malloc(sizeof(long) * (size_t)npair);
-    if (!val || !dev || !med || !order || !fill) {
-        free(fill);
+        C.idx[items[j]] = j;
+    if (!count_child_pairs(F, &C))
+        goto done;              /* a pair of children never measured: nothing to go by */
+    C.val = malloc(sizeof(double) * (size_t)C.cnt);
+    C.dev = malloc(sizeof(double) * (size_t)C.cnt);
+    C.med = malloc(sizeof(double) * (size_t)C.npair);
+    C.order = malloc(sizeof(int) * (size_t)C.npair);
+    if (!C.val || !C.dev || !C.med || !C.order || collect_child_rtts(F, &C) != TS_OK) {
         rc = TS_ENOMEM;
         goto done;
     }
-    memcpy(fill, pc, sizeof(long) * (size_t)npair);
-    for (long m = 0; m < F->nm; m++) {
-        const meas *M = &F->M[m];
-        if (M->light || M->carried || M->deferred || F->dead[M->a] || F->dead[M->b])
-            continue;
-        int x = idx[ts_uf_find(F->uf, M->a)], y = idx[ts_uf_find(F->uf, M->b)];
-        if (x >= 0 && y >= 0 && x != y)
-            val[fill[PAIR_ID(x, y)]++] = M->d;
-    }
-    free(fill);
-    for (int p = 0; p < npair; p++) {
-        long lo = pc[p], c = pc[p + 1] - lo;
-        qsort(val + lo, (size_t)c, sizeof(double), cmp_double_asc);
-        med[p] = c % 2 ? val[lo + c / 2] : 0.5 * (val[lo + c / 2 - 1] + val[lo + c / 2]);
-        for (long q = lo; q < lo + c; q++)
-            dev[q] = fabs(val[q] - med[p]);
-        order[p] = p;
-    }
-    qsort(dev, (size_t)cnt, sizeof(double), cmp_double_asc);
-    double sd = 1.4826 * dev[cnt / 2];
-    /* pairs of children by median, insertion sort (at most 21) */
-    for (int i = 1; i < npair; i++)
-        for (int j = i; j > 0 && med[order[j]] < med[order[j - 1]]; j--) {
-            int t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-    int grp[GROUP_MAX_ITEMS], best_grp[GROUP_MAX_ITEMS], best_groups = 0;
-    double best_gap = 0;
-    for (int c = 1; c < npair; c++) {
-        double lo = med[order[c - 1]], hi = med[order[c]];
-        double gap = hi / lo - 1;
-        /* the two medians' standard errors (a median of n values: 1.25 sd / sqrt(n)) */
-        long nlo = pc[order[c - 1] + 1] - pc[order[c - 1]], nhi = pc[order[c] + 1] - pc[order[c]];
-        double se = 1.2533 * sd * sqrt(1.0 / (double)nlo + 1.0 / (double)nhi);
-        if (!(gap > GAP_MIN && hi - lo > GAP_NOISE * se && gap > best_gap))
-            continue;
-        for (int j = 0; j < k; j++)
-            grp[j] = j;
-        for (int q = 0; q < c; q++) {       /* join the children of the pairs below */
-            int gx = grp[px[order[q]]], gy = grp[py[order[q]]];
-            for (int j = 0; j < k; j++)
-                if (grp[j] == gy)
-                    grp[j] = gx;
-        }
-        int consistent = 1;                 /* no pair above joins children of one group */
-        for (int q = c; q < npair && consistent; q++)
-            consistent = grp[px[order[q]]] != grp[py[order[q]]];
-        int groups = 0;
-        for (int j = 0; j < k; j++)
-            groups += grp[j] == j;
-        if (!consistent || groups < 2 || groups == k)
-            continue;
-        best_gap = gap;
-        best_groups = groups;
-        memcpy(best_grp, grp, sizeof grp);
-    }
-#undef PAIR_ID
-    if (best_groups == 0)
+    double sd = child_pair_medians(&C);
+    double best_gap;
+    int best_grp[GROUP_MAX_ITEMS];
+    if (best_child_grouping(&C, sd, best_grp, &best_gap) == 0)
         goto done;
-    double h = region_height(&F->R[ri]);
-    for (int g = 0; g < k; g++) {
-        int members = 0;
-        for (int j = 0; j < k; j++)
-            members += best_grp[j] == g;
-        if (members < 2)
-            continue;
-        int v = ts_utree_add(F->t, F->R[ri].vert, 0.3 * h, TS_NONE);
-        if (v < 0) {
-            rc = TS_ENOMEM;
-            goto done;
-        }
-        for (int j = 0; j < k; j++)
-            if (best_grp[j] == g)
-                F->t->parent[itemv[j]] = v;
-    }
-    if (best_gap < F->min_gap)
+    rc = add_group_switches(F, ri, itemv, k, best_grp);
+    if (rc == TS_OK && best_gap < F->min_gap)
         F->min_gap = best_gap;
 done:
-    free(idx);
-    free(pc);
-    free(val);
-    free(dev);
-    free(med);
-    free(order);
+    free(C.idx);
+    free(C.pc);
+    free(C.val);
+    free(C.dev);
+    free(C.med);
+    free(C.order);
     return rc;
 }
 
