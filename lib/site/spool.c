@@ -71,6 +71,21 @@ int ts_spool_open(const char *parent, const char *job, gid_t gid, ts_error *err)
     if (pfd < 0)
         return ts_fail(err, TS_ESYS, "cannot open spool directory %s: %s", parent,
                        strerror(errno));
+    /* Someone else who may write in the parent could rename our job directory away and put
+     * theirs in its place between our checks. */
+    struct stat pst;
+    if (fstat(pfd, &pst) != 0) {
+        int e = errno;
+        close(pfd);
+        return ts_fail(err, TS_ESYS, "cannot stat %s: %s", parent, strerror(e));
+    }
+    if (pst.st_uid != geteuid() || (pst.st_mode & 022)) {
+        close(pfd);
+        return ts_fail(err, TS_EINPUT, "spool directory %s must belong to uid %u and be writable "
+                       "by it alone (it is uid %u, mode %o): chown/chmod it, or set spool in "
+                       "toposcope.yaml", parent, (unsigned)geteuid(), (unsigned)pst.st_uid,
+                       (unsigned)(pst.st_mode & 07777));
+    }
     if (mkdirat(pfd, job, 0700) != 0 && errno != EEXIST) {
         int e = errno;
         close(pfd);

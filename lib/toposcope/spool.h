@@ -29,9 +29,10 @@
 int ts_spool_parent(const char *spool, const char *node, char *out, size_t max, ts_error *err);
 
 /* Create (if missing) and open PARENT/JOB: PARENT is made 0755 if missing and never followed
- * through a symlink, nor is JOB; JOB must belong to the caller's euid, and gets group gid and
- * mode 0750. job is a job id as Slurm prints it (digits, '_', '.'; never a path). Returns the
- * directory's fd, or an error code (< 0). */
+ * through a symlink, nor is JOB; PARENT must belong to the caller's euid and be writable by
+ * it alone (or whoever else may write there could swap JOB); JOB must belong to the caller's
+ * euid, and gets group gid and mode 0750. job is a job id as Slurm prints it (digits, '_',
+ * '.'; never a path). Returns the directory's fd, or an error code (< 0). */
 int ts_spool_open(const char *parent, const char *job, gid_t gid, ts_error *err);
 /* A directory the caller names instead (toposcope probe --out): made 0750 if missing, an
  * existing one keeps its mode; it must be a directory of the caller's euid, not a symlink. */

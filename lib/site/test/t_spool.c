@@ -73,6 +73,13 @@ static void test_directory(void)
         ok(ts_spool_open(parent, bad[i], getegid(), &err) == TS_EINPUT &&
                ts_spool_remove(parent, bad[i], &err) == TS_EINPUT,
            "job '%s' is refused: %s", bad[i], err.text);
+    char open_parent[128];
+    snprintf(open_parent, sizeof open_parent, "%s/world", tmp);
+    mkdir(open_parent, 0777);
+    chmod(open_parent, 01777);
+    ok(ts_spool_open(open_parent, "5", getegid(), &err) == TS_EINPUT &&
+           strstr(err.text, "writable by it alone"), "a parent others may write in is refused: %s",
+       err.text);
     fd = ts_spool_open(parent, "43_2", getegid(), &err);
     ok(fd >= 0, "an array task's id is a job id: %s", err.text);
     close(fd);
