@@ -58,7 +58,9 @@ static void usage(FILE *out)
             "                       P + (ID mod K), or the next one when that is busy; keep the\n"
             "                       range below 1024, where no user can take or answer from it\n"
             "  --spool DIR          parent of the job's directory (default /var/spool/toposcope)\n"
-            "  --uid UID --gid GID  the job's user and group: the job directory is group GID, 0750\n"
+            "  --uid UID --gid GID  the job's user and group: the job directory and files are\n"
+            "                       root's, readable by UID alone (POSIX ACL; without ACLs: by\n"
+            "                       group GID)\n"
             "                       (default: $SLURM_JOB_UID, $SLURM_JOB_GID; without a gid, the\n"
             "                       user's primary group; neither: root)\n"
             "  -v, --verbose        say what happens, on stderr\n"
@@ -265,7 +267,7 @@ int main(int argc, char **argv)
         c.budget_ms -= fmin(PLACE_SHARE * budget_ms, PLACE_MAX_MS);
     int rc = agent_run(&c);
     if (rc == 0 && policy) {
-        place_job_request pr = {c.spool_parent, c.job, c.job_gid, c.names, c.nnodes, policy,
+        place_job_request pr = {c.spool_parent, c.job, c.job_uid, c.job_gid, c.names, c.nnodes, policy,
                                 policy_problem ? NULL : &job_policy, cpus_per_node, ntasks};
         ts_error err;
         if (!policy_problem && agent_clock_us() - c.started_us > budget_ms * 1e3)

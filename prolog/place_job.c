@@ -27,7 +27,7 @@ static int job_dir_open(const place_job_request *r, ts_error *err)
 {
     char job[16];
     snprintf(job, sizeof job, "%u", r->job);
-    return ts_spool_open(r->spool_parent, job, r->gid, err);
+    return ts_spool_open(r->spool_parent, job, r->uid, r->gid, err);
 }
 
 /* status.yaml as the agents wrote it, plus the placement's outcome. */
@@ -53,7 +53,7 @@ static int status_append(const place_job_request *r, int dirfd, const char *outc
         free(s);
         return ts_fail(err, TS_ENOMEM, "out of memory");
     }
-    rc = ts_spool_write(dirfd, "status.yaml", s, slen, r->gid, err);
+    rc = ts_spool_write(dirfd, "status.yaml", s, slen, r->uid, r->gid, err);
     free(s);
     return rc;
 }
@@ -182,7 +182,7 @@ static int write_outputs(const place_job_request *r, int dirfd, const ts_hierarc
         else if (rc != TS_OK)
             ts_fail(err, rc, "cannot render %s", outputs[k].name);
         if (rc == TS_OK)
-            rc = ts_spool_write(dirfd, outputs[k].name, s, len, r->gid, err);
+            rc = ts_spool_write(dirfd, outputs[k].name, s, len, r->uid, r->gid, err);
         free(s);
         if (rc != TS_OK)
             return rc;

@@ -17,6 +17,7 @@
 typedef struct place_job_request {
     const char *spool_parent;           /* the job's directory is spool_parent/<job> */
     unsigned job;
+    uid_t uid;                          /* the job's user, who alone may read the files */
     gid_t gid;                          /* group of the files written */
     char *const *names;                 /* the job's nodes, hostlist order */
     int nnodes;

@@ -21,13 +21,14 @@ int spool_open(const agent_config *c, ts_error *err)
         return ts_spool_open_dir(c->out_dir, err);
     char job[16];
     snprintf(job, sizeof job, "%u", c->job);
-    return ts_spool_open(c->spool_parent, job, c->job_gid, err);
+    return ts_spool_open(c->spool_parent, job, c->job_uid, c->job_gid, err);
 }
 
 int spool_write(const agent_config *c, int dirfd, const char *name, const char *text,
                 ts_error *err)
 {
-    return ts_spool_write(dirfd, name, text, strlen(text), c->job_gid, err);
+    return ts_spool_write(dirfd, name, text, strlen(text), c->out_dir ? (uid_t)-1 : c->job_uid,
+                          c->job_gid, err);
 }
 
 /* ---- status.yaml ---- */

@@ -192,12 +192,13 @@ static void make_parents(const char *path)
 
 /* Written when the agent left no status.yaml (killed, or it could not start), so the job's
  * tasks still learn why. Best effort: a spool that cannot be written is logged. */
-static void write_fallback_status(const char *parent, uint32_t job, gid_t gid, const char *why)
+static void write_fallback_status(const char *parent, uint32_t job, uid_t uid, gid_t gid,
+                                  const char *why)
 {
     char job_s[16];
     snprintf(job_s, sizeof job_s, "%u", job);
     ts_error err = {{0}};
-    int fd = ts_spool_open(parent, job_s, gid, &err);
+    int fd = ts_spool_open(parent, job_s, uid, gid, &err);
     if (fd < 0) {
         slurm_error("toposcope: job %u: %s", job, err.text);
         return;
@@ -218,7 +219,7 @@ static void write_fallback_status(const char *parent, uint32_t job, gid_t gid, c
             rc = ts_fail(&err, TS_ENOMEM, "out of memory");
     }
     if (rc == TS_OK)
-        rc = ts_spool_write(fd, "status.yaml", text, len, gid, &err);
+        rc = ts_spool_write(fd, "status.yaml", text, len, uid, gid, &err);
     if (rc != TS_OK)
         slurm_error("toposcope: job %u: cannot write %s/%s/status.yaml: %s", job, parent, job_s,
                     err.text);
@@ -401,7 +402,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         snprintf(why, sizeof why, "%s", errbuf);
     /* one line per job and node: the time on success, the reason otherwise */
     if (failed) {
-        write_fallback_status(parent, job, gid, why);
+        write_fallback_status(parent, job, uid, gid, why);
         slurm_error("toposcope: job %u on %s: %s; the job runs with a fallback placement "
                     "(prolog %.0f ms)", job, self, why, took);
     } else if (why[0]) {

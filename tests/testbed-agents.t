@@ -5,7 +5,8 @@
 #   - every agent writes the same tree, exactly the fabric's, and status "measured";
 #   - per-link estimates within 10% of the emulator's delays (an access link's truth adds a
 #     quarter of the round-trip overhead the nodes' stacks show on this testbed, as in sim);
-#   - the spool: a directory the agent made, 0750, files 0640, no symlink followed;
+#   - the spool: a directory the agent made, 0750, files 0640 (another user's job: theirs alone,
+#     through an ACL), no symlink followed;
 #   - a dead node, 20% loss on one link, the leader killed mid-run: every agent ends within
 #     budget + 200 ms with the right status and reason;
 #   - two jobs at once on overlapping nodes: both exact;
@@ -27,7 +28,7 @@ BUDGET=5000          # ms, the healthy runs
 FAULT_BUDGET=3000    # ms, the runs where something is broken
 GRACE=200            # ms the issue allows past the budget
 
-tb_tap_begin 48 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
+tb_tap_begin 49 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
 command -v python3 >/dev/null || bail_out "python3 is needed to forge datagrams"
 
 # ---- 8 nodes ------------------------------------------------------------------------------------
@@ -71,6 +72,17 @@ d=$(tb_agent_spool 501 node3)
 [ "$(stat -c '%a %u' "$d")" = "750 0" ] &&
   [ "$(stat -c '%a' "$d"/tree.yaml "$d"/topology.conf "$d"/links.yaml "$d"/status.yaml | sort -u)" = 640 ]
 ok $? "spool: the job directory is 0750 root, its files 0640"
+# a job of another user (nobody): the directory and files are root's, and only that user may
+# read them (POSIX ACL user:nobody), not another user of its group
+acl=$(mktemp -d /tmp/toposcope-acl.XXXXXX) && chmod 755 "$acl"   # other users may pass through
+ip netns exec "$(tb_ns node1)" "$PROLOG" --job 508 --nodes node1 --self node1 --budget-ms 300 \
+  --uid 65534 --gid 65534 --spool "$acl" > "$work/508.log" 2>&1 9>&-
+d=$acl/508
+as_user() { setpriv --reuid="$1" --regid=65534 --clear-groups cat "$d/status.yaml" > /dev/null 2>&1; }
+[ "$(stat -c '%u' "$d" "$d/status.yaml" | sort -u)" = 0 ] && as_user 65534 && ! as_user 65533 &&
+  ! setpriv --reuid=65533 --regid=65534 --clear-groups ls "$d" > /dev/null 2>&1
+ok $? "spool of nobody's job: root's files, nobody reads them, another user of its group neither lists nor reads"
+rm -rf "$acl"
 # (job 509: 502 may be the second 8-node job above, whose spool is a real directory)
 mkdir -p "$work/509/node1"
 ln -s /etc/passwd-not-this "$work/509/node1/509"

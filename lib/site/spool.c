@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "toposcope/spool.h"
 #include "toposcope/textout.h"
@@ -40,6 +43,42 @@ static int job_name_ok(const char *job)
            strspn(job, "0123456789_.") == strlen(job);
 }
 
+/* The job's user may read (a directory: and enter) what fd names, nobody else but its owner:
+ * a POSIX ACL with the user's entry and nothing for the group or others. A file system without
+ * ACLs gets the group's read bit instead (the job's primary group shares it, as before ACLs).
+ * When the writer is the job's user (a root job, step mode) or the user is unknown (uid -1),
+ * the group gid shares it as before (0750, 0640); uid and gid -1: the writer's alone. */
+static int grant_job_user(int fd, uid_t uid, gid_t gid, int dir)
+{
+    if (uid == (uid_t)-1 || uid == geteuid()) {
+        if (gid == (gid_t)-1)
+            return 0;
+        return fchown(fd, geteuid(), gid) == 0 && fchmod(fd, dir ? 0750 : 0640) == 0 ? 0 : -1;
+    }
+    enum { USER_OBJ = 0x01, USER = 0x02, GROUP_OBJ = 0x04, MASK = 0x10, OTHER = 0x20 };
+    const uint16_t own = dir ? 7 : 6, user = dir ? 5 : 4;
+    const uint32_t none = UINT32_MAX;   /* ACL_UNDEFINED_ID */
+    /* the kernel's xattr form (linux/posix_acl_xattr.h): little-endian, entries by tag */
+    struct { uint16_t tag, perm; uint32_t id; } e[5] = {
+        {htole16(USER_OBJ), htole16(own), htole32(none)},
+        {htole16(USER), htole16(user), htole32((uint32_t)uid)},
+        {htole16(GROUP_OBJ), 0, htole32(none)},
+        {htole16(MASK), htole16(user), htole32(none)},
+        {htole16(OTHER), 0, htole32(none)},
+    };
+    uint8_t acl[4 + sizeof e];
+    uint32_t version = htole32(2);
+    memcpy(acl, &version, 4);
+    memcpy(acl + 4, e, sizeof e);
+    if (fchown(fd, geteuid(), gid) != 0)
+        return -1;
+    if (fsetxattr(fd, "system.posix_acl_access", acl, sizeof acl, 0) == 0)
+        return 0;
+    if (errno != EOPNOTSUPP && errno != ENOTSUP)
+        return -1;
+    return fchmod(fd, dir ? 0750 : 0640);
+}
+
 /* An opened directory must be the caller's own: someone else's would let them read or swap
  * the job's files. */
 static int own_dir(int fd, const char *what, const char *name, ts_error *err)
@@ -59,7 +98,7 @@ static int own_dir(int fd, const char *what, const char *name, ts_error *err)
     return fd;
 }
 
-int ts_spool_open(const char *parent, const char *job, gid_t gid, ts_error *err)
+int ts_spool_open(const char *parent, const char *job, uid_t uid, gid_t gid, ts_error *err)
 {
     if (!job_name_ok(job))
         return ts_fail(err, TS_EINPUT, "job id '%s': wanted digits, '_' and '.'", job ? job : "");
@@ -101,10 +140,10 @@ int ts_spool_open(const char *parent, const char *job, gid_t gid, ts_error *err)
     fd = own_dir(fd, where, job, err);
     if (fd < 0)
         return fd;
-    if (fchown(fd, geteuid(), gid) != 0 || fchmod(fd, 0750) != 0) {
+    if (fchmod(fd, 0700) != 0 || grant_job_user(fd, uid, gid, 1) != 0) {
         e = errno;
         close(fd);
-        return ts_fail(err, TS_ESYS, "cannot set owner/mode of %s/%s: %s", parent, job,
+        return ts_fail(err, TS_ESYS, "cannot give %s/%s to the job's user: %s", parent, job,
                        strerror(e));
     }
     return fd;
@@ -122,15 +161,15 @@ int ts_spool_open_dir(const char *dir, ts_error *err)
     return own_dir(fd, "", dir, err);
 }
 
-int ts_spool_write(int dirfd, const char *name, const char *text, size_t len, gid_t gid,
-                   ts_error *err)
+int ts_spool_write(int dirfd, const char *name, const char *text, size_t len, uid_t uid,
+                   gid_t gid, ts_error *err)
 {
-    int rc = ts_write_file_at(dirfd, name, text, len, 0640, err);
-    if (rc != TS_OK || gid == (gid_t)-1)
+    int rc = ts_write_file_at(dirfd, name, text, len, 0600, err);
+    if (rc != TS_OK || (uid == (uid_t)-1 && gid == (gid_t)-1))
         return rc;
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, geteuid(), gid) != 0)
-        rc = ts_fail(err, TS_ESYS, "cannot set the group of %s: %s", name, strerror(errno));
+    if (fd < 0 || grant_job_user(fd, uid, gid, 0) != 0)
+        rc = ts_fail(err, TS_ESYS, "cannot give %s to the job's user: %s", name, strerror(errno));
     if (fd >= 0)
         close(fd);
     return rc;

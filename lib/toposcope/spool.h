@@ -6,9 +6,10 @@
  * status.yaml for the job's environment; the epilog recorder (epilog/) reads it for the job's
  * record and removes the directory (the plugin removes what a missing recorder left). This
  * module is the one place that knows the directory's rules and status.yaml's format:
- *   - the directory is made and opened without following symlinks, belongs to the caller's
- *     euid (root in the prolog) with the job's group, mode 0750: the job's user reads it
- *     through its primary group, nobody else does; files are 0640, replaced atomically;
+ *   - the directory is made and opened without following symlinks and belongs to the caller's
+ *     euid (root in the prolog); the job's user alone may read it, through a POSIX ACL entry
+ *     (directory 0700 + user:r-x, files 0600 + user:r--; on a file system without ACLs, the
+ *     job's primary group instead: 0750 and 0640); files are replaced atomically;
  *   - status.yaml is one YAML mapping: a head every writer starts with (job, mode, status,
  *     reason, the leader, the nodes and those not measured), then sections the writers append
  *     (the leader's timings, each agent's counters, the placement); a reader takes the keys it
@@ -31,16 +32,16 @@ int ts_spool_parent(const char *spool, const char *node, char *out, size_t max, 
 /* Create (if missing) and open PARENT/JOB: PARENT is made 0755 if missing and never followed
  * through a symlink, nor is JOB; PARENT must belong to the caller's euid and be writable by
  * it alone (or whoever else may write there could swap JOB); JOB must belong to the caller's
- * euid, and gets group gid and mode 0750. job is a job id as Slurm prints it (digits, '_',
+ * euid, and is given to the job's user uid (group gid; see above). job is a job id as Slurm prints it (digits, '_',
  * '.'; never a path). Returns the directory's fd, or an error code (< 0). */
-int ts_spool_open(const char *parent, const char *job, gid_t gid, ts_error *err);
+int ts_spool_open(const char *parent, const char *job, uid_t uid, gid_t gid, ts_error *err);
 /* A directory the caller names instead (toposcope probe --out): made 0750 if missing, an
  * existing one keeps its mode; it must be a directory of the caller's euid, not a symlink. */
 int ts_spool_open_dir(const char *dir, ts_error *err);
-/* NAME in the job's directory, written atomically (ts_write_file_at), mode 0640, group gid
- * (gid (gid_t)-1: the group stays the caller's). */
-int ts_spool_write(int dirfd, const char *name, const char *text, size_t len, gid_t gid,
-                   ts_error *err);
+/* NAME in the job's directory, written atomically (ts_write_file_at), readable by the job's
+ * user uid (group gid) as above; uid and gid both -1: the caller's alone, 0600. */
+int ts_spool_write(int dirfd, const char *name, const char *text, size_t len, uid_t uid,
+                   gid_t gid, ts_error *err);
 /* NAME read whole (at most max bytes) into *text (malloc'd, NUL-terminated); *text is NULL
  * and TS_OK returned when NAME does not exist. Never through a symlink. */
 int ts_spool_read(int dirfd, const char *name, size_t max, char **text, size_t *len,

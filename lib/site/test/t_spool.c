@@ -6,9 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "tap.h"
 #include "toposcope/spool.h"
+#include "toposcope/userfile.h"
+
+/* the job's user, and another user of the same primary group */
+#define JOB_UID 65534
+#define JOB_GID 65534
+#define GROUP_MATE 65533
 
 static char tmp[] = "/tmp/t_spool.XXXXXX";
 
@@ -31,21 +38,32 @@ static void test_directory(void)
     char parent[128], path[256];
     ts_error err = {{0}};
     snprintf(parent, sizeof parent, "%s/spool", tmp);
-    int fd = ts_spool_open(parent, "42", getegid(), &err);
+    int fd = ts_spool_open(parent, "42", JOB_UID, JOB_GID, &err);
     ok(fd >= 0, "the parent and the job's directory are made: %s", err.text);
     struct stat st = {0};
     snprintf(path, sizeof path, "%s/42", parent);
     int found = stat(path, &st) == 0;
-    ok(found && (st.st_mode & 07777) == 0750 && st.st_uid == geteuid(),
-       "the job's directory is 0750 and ours (mode %o)", (unsigned)(st.st_mode & 07777));
-    ok(ts_spool_write(fd, "status.yaml", "status: measured\n", 17, getegid(), &err) == TS_OK,
+    ok(found && (st.st_mode & 07007) == 0 && st.st_uid == geteuid(),
+       "the job's directory is ours, nothing for others (mode %o)", (unsigned)(st.st_mode & 07777));
+    ok(ts_spool_write(fd, "status.yaml", "status: measured\n", 17, JOB_UID, JOB_GID, &err) == TS_OK,
        "a file is written: %s", err.text);
     snprintf(path, sizeof path, "%s/42/status.yaml", parent);
     found = stat(path, &st) == 0;
-    ok(found && (st.st_mode & 07777) == 0640, "files are 0640 (mode %o)",
-       (unsigned)(st.st_mode & 07777));
+    ok(found && (st.st_mode & 07007) == 0 && st.st_uid == geteuid(),
+       "files are ours, nothing for others (mode %o)", (unsigned)(st.st_mode & 07777));
+    /* who may read it: the job's user, not another user of its primary group */
     char *text;
     size_t len;
+    ok(ts_read_user_file(path, JOB_UID, JOB_GID, 1024, 1000, &text, &len, &err) == TS_OK && text,
+       "the job's user reads it: %s", err.text);
+    free(text);
+    /* (on a file system without POSIX ACLs the group shares it: the fallback, 0640) */
+    int acl = getxattr(path, "system.posix_acl_access", NULL, 0) > 0;
+    int mate = ts_read_user_file(path, GROUP_MATE, JOB_GID, 1024, 1000, &text, &len, &err);
+    free(text);
+    ok(acl ? mate == TS_EINPUT : mate == TS_OK && (st.st_mode & 07777) == 0640,
+       "another user of the job's group does not (%s): %s", acl ? "ACL" : "no ACLs here, group 0640",
+       err.text);
     ok(ts_spool_read(fd, "status.yaml", 1024, &text, &len, &err) == TS_OK && text && len == 17 &&
            strcmp(text, "status: measured\n") == 0, "and read back whole");
     free(text);
@@ -56,7 +74,7 @@ static void test_directory(void)
     ok(symlinkat("/etc/passwd", fd, "linked") == 0 &&
            ts_spool_read(fd, "linked", 1 << 20, &text, &len, &err) == TS_ESYS && !text,
        "a symlink is not read through: %s", err.text);
-    int again = ts_spool_open(parent, "42", getegid(), &err);
+    int again = ts_spool_open(parent, "42", JOB_UID, JOB_GID, &err);
     ok(again >= 0, "an existing job directory opens again");
     close(again);
     close(fd);
@@ -66,27 +84,27 @@ static void test_directory(void)
     snprintf(victim, sizeof victim, "%s/victim", tmp);
     mkdir(victim, 0700);
     snprintf(path, sizeof path, "%s/7", parent);
-    ok(symlink(victim, path) == 0 && ts_spool_open(parent, "7", getegid(), &err) < 0,
+    ok(symlink(victim, path) == 0 && ts_spool_open(parent, "7", JOB_UID, JOB_GID, &err) < 0,
        "a symlinked job directory is refused: %s", err.text);
     static const char *const bad[] = {"..", ".", "", "1/2", "../1", "x1", "1 2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        ok(ts_spool_open(parent, bad[i], getegid(), &err) == TS_EINPUT &&
+        ok(ts_spool_open(parent, bad[i], JOB_UID, JOB_GID, &err) == TS_EINPUT &&
                ts_spool_remove(parent, bad[i], &err) == TS_EINPUT,
            "job '%s' is refused: %s", bad[i], err.text);
     char open_parent[128];
     snprintf(open_parent, sizeof open_parent, "%s/world", tmp);
     mkdir(open_parent, 0777);
     chmod(open_parent, 01777);
-    ok(ts_spool_open(open_parent, "5", getegid(), &err) == TS_EINPUT &&
+    ok(ts_spool_open(open_parent, "5", JOB_UID, JOB_GID, &err) == TS_EINPUT &&
            strstr(err.text, "writable by it alone"), "a parent others may write in is refused: %s",
        err.text);
-    fd = ts_spool_open(parent, "43_2", getegid(), &err);
+    fd = ts_spool_open(parent, "43_2", JOB_UID, JOB_GID, &err);
     ok(fd >= 0, "an array task's id is a job id: %s", err.text);
     close(fd);
 
     /* removal: the files and the directory; the symlink's target stays */
     int vfd = open(victim, O_RDONLY | O_DIRECTORY);
-    ok(ts_spool_write(vfd, "keep", "x", 1, (gid_t)-1, &err) == TS_OK, "the victim holds a file");
+    ok(ts_spool_write(vfd, "keep", "x", 1, (uid_t)-1, (gid_t)-1, &err) == TS_OK, "the victim holds a file");
     close(vfd);
     ok(ts_spool_remove(parent, "42", &err) == TS_OK, "the job's directory is removed: %s", err.text);
     snprintf(path, sizeof path, "%s/42", parent);
@@ -187,7 +205,7 @@ static void test_status(void)
     mkdir(dir, 0700);
     ok(ts_status_load(&s, dir, &err) == TS_OK && !s.present, "no status.yaml: present = 0");
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    ts_spool_write(fd, "status.yaml", "status: measured\nunreachable: []\n", 33, (gid_t)-1, &err);
+    ts_spool_write(fd, "status.yaml", "status: measured\nunreachable: []\n", 33, (uid_t)-1, (gid_t)-1, &err);
     close(fd);
     ok(ts_status_load(&s, dir, &err) == TS_OK && s.present && strcmp(s.status, "measured") == 0 &&
            s.nunreachable == 0, "status.yaml loads from its directory");
@@ -200,7 +218,7 @@ static void test_status(void)
 
 int main(void)
 {
-    if (!mkdtemp(tmp)) {
+    if (!mkdtemp(tmp) || chmod(tmp, 0755) != 0) {
         printf("Bail out! mkdtemp\n");
         return 1;
     }
