@@ -113,10 +113,12 @@ static int leader_open(leader *L, ts_error *err)
 
 static void leader_free(leader *L)
 {
+    leader_creds_wait(L);
     if (L->cred)
         for (int i = 0; i < L->c->nnodes; i++)
             free(L->cred[i]);
     free(L->cred);
+    free(L->cred_state);
     free(L->win);
     free(L->addr);
     free(L->joined);
@@ -164,23 +166,20 @@ static int step_exchange(agent_config *c, leader *L, worker *w, ts_error *err)
     agent_exchange x;
     memset(&x, 0, sizeof x);
     char why[256] = "";
-    char **creds = NULL;
     x.worker_port = bound_port(w->fd);
     int rc = 0;
     if (L) {
         x.leader_port = L->port;
-        creds = calloc((size_t)c->nnodes, sizeof(char *));
-        rc = creds ? 0 : -1;
+        leader_creds_wait(L);
         for (int i = 0; i < c->nnodes && rc == 0; i++)
-            if (!(creds[i] = leader_cred(L, i, why, sizeof why)))
+            if (!leader_cred_ready(L, i)) {
+                snprintf(why, sizeof why, "no credential for node %d (MUNGE: see above)", i);
                 rc = -1;
-        x.creds = creds;
+            }
+        x.creds = L->cred;
     }
     if (rc == 0)
         rc = c->rdv.exchange(c->rdv.ctx, &x, why, sizeof why);
-    for (int i = 0; creds && i < c->nnodes; i++)
-        free(creds[i]);
-    free(creds);
     if (rc != 0)
         return ts_fail(err, TS_ESYS, "%s", why[0] ? why : "out of memory");
     c->names = x.names;
@@ -207,7 +206,8 @@ static int run_leader(agent_config *c, double t0)
     L.joined = calloc((size_t)c->nnodes, sizeof(int));
     L.dead = calloc((size_t)c->nnodes, sizeof(int));
     L.cred = calloc((size_t)c->nnodes, sizeof(char *));
-    if (!L.win || !L.addr || !L.joined || !L.dead || !L.cred) {
+    L.cred_state = calloc((size_t)c->nnodes, sizeof(int));
+    if (!L.win || !L.addr || !L.joined || !L.dead || !L.cred || !L.cred_state) {
         fprintf(stderr, "toposcope-prolog: out of memory\n");
         leader_free(&L);
         return 1;
@@ -215,6 +215,8 @@ static int run_leader(agent_config *c, double t0)
     randombytes_buf(L.key, sizeof L.key);
     wire_keys_derive(&L.keys, L.key);
     int lead = leader_open(&L, &err) == TS_OK;
+    if (lead)
+        leader_creds_start(&L);
     if (!lead)   /* the workers fall back on their own when no leader answers; so does this node */
         agent_err(c, "%s", err.text);
     else

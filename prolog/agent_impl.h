@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <pthread.h>
 #include "agent.h"
 #include "toposcope/fabric.h"
 #include "toposcope/probe.h"
@@ -23,6 +24,10 @@
 #define RESEND_MS 20               /* leader: ROUND, SYNC, FILE retransmissions */
 
 enum { F_TOPOLOGY, F_TREE, F_LINKS, F_STATUS, NFILES };
+
+/* Credentials are made this many at a time (MUNGE: a round trip to munged each). */
+#define CRED_THREADS 4
+enum { CRED_PENDING = 0, CRED_READY, CRED_FAILED };
 
 /* The credential's payload: job, step and the node index it was made for (big-endian), and the
  * session key. The index binds a credential to one node: replayed to another, it is refused. */
@@ -77,6 +82,10 @@ typedef struct leader {
     struct sockaddr_in *addr;      /* per node: its worker's socket */
     int *joined, *dead;
     char **cred;                   /* per node: the credential sent (a re-sent KEY reuses it) */
+    int *cred_state;               /* per node: CRED_PENDING, CRED_READY or CRED_FAILED, set by
+                                    * the encoder threads (atomic: read with acquire) */
+    pthread_t cred_threads[CRED_THREADS];
+    int ncred_threads;
     int njoined;
     int *jnode;                    /* transport index -> node index */
     ts_transport tp;
@@ -124,6 +133,9 @@ int worker_accept_cred(worker *w, const char *cred);
 void leader_send(leader *L, int type, const void *payload, size_t len,
                  const struct sockaddr_in *to);
 char *leader_cred(leader *L, int node, char *why, size_t whylen);
+void leader_creds_start(leader *L);
+void leader_creds_wait(leader *L);
+int leader_cred_ready(leader *L, int node);
 int leader_common(leader *L, const wire_hdr *h, const struct sockaddr_in *from, int admitting);
 ssize_t leader_recv(leader *L, double until, uint8_t *buf, size_t cap, wire_hdr *h,
                     struct sockaddr_in *from, const uint8_t **payload);

@@ -47,6 +47,67 @@ char *leader_cred(leader *L, int node, char *why, size_t whylen)
     return cred;
 }
 
+/* The credentials, one per node, made CRED_THREADS at a time from the leader's start: one after
+ * another, a large job's would eat its rendezvous. Each thread takes the nodes i with
+ * i mod CRED_THREADS its own and publishes each credential with a release store of its state;
+ * the HELLO handler answers only once the node's credential is ready (the worker asks again
+ * every HELLO_EVERY_MS). */
+typedef struct cred_maker {
+    leader *L;
+    int first;
+} cred_maker;
+
+static void *make_creds(void *arg)
+{
+    cred_maker *m = arg;
+    leader *L = m->L;
+    for (int i = m->first; i < L->c->nnodes; i += CRED_THREADS) {
+        char why[160];
+        L->cred[i] = leader_cred(L, i, why, sizeof why);
+        if (!L->cred[i])
+            agent_err(L->c, "%s", why);
+        __atomic_store_n(&L->cred_state[i], L->cred[i] ? CRED_READY : CRED_FAILED,
+                         __ATOMIC_RELEASE);
+    }
+    free(m);
+    return NULL;
+}
+
+void leader_creds_start(leader *L)
+{
+    for (int k = 0; k < CRED_THREADS && k < L->c->nnodes; k++) {
+        cred_maker *m = malloc(sizeof *m);
+        if (!m)
+            break;
+        *m = (cred_maker){L, k};
+        if (pthread_create(&L->cred_threads[L->ncred_threads], NULL, make_creds, m) != 0) {
+            free(m);
+            break;
+        }
+        L->ncred_threads++;
+    }
+    /* what no thread took (none could start) is made here */
+    for (int k = L->ncred_threads; k < CRED_THREADS && k < L->c->nnodes; k++) {
+        cred_maker *m = malloc(sizeof *m);
+        if (m) {
+            *m = (cred_maker){L, k};
+            make_creds(m);
+        }
+    }
+}
+
+void leader_creds_wait(leader *L)
+{
+    for (int k = 0; k < L->ncred_threads; k++)
+        pthread_join(L->cred_threads[k], NULL);
+    L->ncred_threads = 0;
+}
+
+int leader_cred_ready(leader *L, int node)
+{
+    return __atomic_load_n(&L->cred_state[node], __ATOMIC_ACQUIRE) == CRED_READY;
+}
+
 /* Handle a datagram any phase may see: HELLO (answered with the node's credential while
  * admitting), JOIN. Returns 1 when handled. */
 int leader_common(leader *L, const wire_hdr *h, const struct sockaddr_in *from, int admitting)
@@ -68,14 +129,8 @@ int leader_common(leader *L, const wire_hdr *h, const struct sockaddr_in *from, 
             L->cnt.drop[WIRE_DROP_UNEXPECTED]++;
             return 1;
         }
-        if (!L->cred[i]) {
-            char why[160];
-            L->cred[i] = leader_cred(L, i, why, sizeof why);
-            if (!L->cred[i]) {
-                agent_err(c, "%s", why);
-                return 1;
-            }
-        }
+        if (!leader_cred_ready(L, i))   /* not made yet (or MUNGE refused: said once) */
+            return 1;
         uint8_t buf[WIRE_MAX_DATAGRAM];
         size_t n = wire_build(buf, NULL, WIRE_KEY, c->job, WIRE_LEADER, ++L->seq, L->cred[i],
                               strlen(L->cred[i]));

@@ -45,6 +45,7 @@ SPANK_PLUGIN(toposcope, 1);
 #define STDERR_KEEP 1024
 #define EPILOG_BUDGET_MS 5000
 #define POLICY_READ_MS 500      /* reading the job's policy file as the user */
+#define REAP_MS 10               /* waiting for a killed agent to go */
 /* the spool parent (spool with %n expanded), the job's directory in it, a file in that */
 #define PARENT_MAX (TS_SITECONF_PATH_MAX + 512)
 #define DIR_MAX (PARENT_MAX + 16)
@@ -173,23 +174,6 @@ static double now_ms(void)
 
 /* ---- job_prolog ---- */
 
-/* The spool parent and the directories above it, as `mkdir -p` would (0755, root's): with %n
- * each node's parent is new the first time. The admin's path; the agent opens the last part
- * itself without following symlinks. */
-static void make_parents(const char *path)
-{
-    char buf[PARENT_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        mkdir(buf, 0755);
-        *p = '/';
-    }
-    mkdir(buf, 0755);
-}
-
 /* Written when the agent left no status.yaml (killed, or it could not start), so the job's
  * tasks still learn why. Best effort: a spool that cannot be written is logged. */
 static void write_fallback_status(const char *parent, uint32_t job, uid_t uid, gid_t gid,
@@ -237,6 +221,18 @@ static void one_line(char *s)
             *p = ';';
 }
 
+/* waitpid, but for at most ms: a process killed while stuck in the kernel (a hung file
+ * system) may take its time to go, and the prolog must not wait for it. Left, it is reaped by
+ * init once this process ends. */
+static void reap_within(pid_t pid, int *status, double ms)
+{
+    double until = now_ms() + ms;
+    while (waitpid(pid, status, WNOHANG) == 0 && now_ms() < until) {
+        struct timespec pause = {0, 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* Run argv with stdin and stdout on /dev/null, stderr kept (one line, at most STDERR_KEEP
  * bytes, in err); SIGKILL to its whole process group at `deadline` (now_ms() clock). Returns its
  * wait status, -1 when it could not be started. */
@@ -279,7 +275,7 @@ static int run_bounded(char *const argv[], int input, double deadline, char err[
         if (left <= 0) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
+            reap_within(pid, &status, REAP_MS);
             *killed = 1;
             break;
         }
@@ -375,7 +371,6 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
                     "--policy-dir", conf.policy_dir, "--budget-ms", budget, "--port-base", pbase,
                     "--port-span", pspan, "--spool", parent, refused[0] ? "--policy-error" : NULL,
                     refused, NULL};
-    make_parents(parent);
     char errbuf[STDERR_KEEP + 1];
     int killed = 0, status = run_bounded(argv, policy_in, t0 + (double)conf.budget_ms + KILL_GRACE_MS,
                                          errbuf, &killed);

@@ -98,12 +98,32 @@ static int own_dir(int fd, const char *what, const char *name, ts_error *err)
     return fd;
 }
 
+/* PATH and the directories above it, as `mkdir -p` would (0755, like /var/spool): with %n in
+ * the spool setting, each node's parent is new the first time. */
+static int make_parents(const char *path)
+{
+    char buf[TS_SPOOL_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 int ts_spool_open(const char *parent, const char *job, uid_t uid, gid_t gid, ts_error *err)
 {
     if (!job_name_ok(job))
         return ts_fail(err, TS_EINPUT, "job id '%s': wanted digits, '_' and '.'", job ? job : "");
-    /* the parent: created if missing (0755, like /var/spool), but never a symlink */
-    if (mkdir(parent, 0755) != 0 && errno != EEXIST)
+    /* the parent: created if missing, but (below) never a symlink */
+    if (make_parents(parent) != 0)
         return ts_fail(err, TS_ESYS, "cannot create spool directory %s: %s (set spool in "
                        "toposcope.yaml)", parent, strerror(errno));
     int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -29,7 +29,8 @@
 /* SPOOL with every %n replaced by node, into out. TS_EINPUT when it does not fit in max. */
 int ts_spool_parent(const char *spool, const char *node, char *out, size_t max, ts_error *err);
 
-/* Create (if missing) and open PARENT/JOB: PARENT is made 0755 if missing and never followed
+/* Create (if missing) and open PARENT/JOB: PARENT is made 0755 if missing (with the
+ * directories above it, as mkdir -p does) and never followed
  * through a symlink, nor is JOB; PARENT must belong to the caller's euid and be writable by
  * it alone (or whoever else may write there could swap JOB); JOB must belong to the caller's
  * euid, and is given to the job's user uid (group gid; see above). job is a job id as Slurm prints it (digits, '_',

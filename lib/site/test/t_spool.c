@@ -91,6 +91,12 @@ static void test_directory(void)
         ok(ts_spool_open(parent, bad[i], JOB_UID, JOB_GID, &err) == TS_EINPUT &&
                ts_spool_remove(parent, bad[i], &err) == TS_EINPUT,
            "job '%s' is refused: %s", bad[i], err.text);
+    char deep[128];
+    snprintf(deep, sizeof deep, "%s/a/b/%s", tmp, "node7");
+    fd = ts_spool_open(deep, "44", JOB_UID, JOB_GID, &err);
+    ok(fd >= 0, "a parent several levels deep is made, as mkdir -p does: %s", err.text);
+    if (fd >= 0)
+        close(fd);
     char open_parent[128];
     snprintf(open_parent, sizeof open_parent, "%s/world", tmp);
     mkdir(open_parent, 0777);
