@@ -306,9 +306,11 @@ int worker_fallback(worker *w, const char *reason, ts_error *err)
     if (m) {
         char job[16];
         snprintf(job, sizeof job, "%u", c->job);
+        /* No leader result, so nobody measured anybody: no node is "unreachable" (that is
+         * evidence against a node, for the epilog); the measurement failed, and says why. */
         ts_status_head head = {.job = job, .mode = c->mode, .status = "fallback", .reason = reason,
                                .leader = c->names[0], .nodes = c->nnodes, .measured_nodes = 0,
-                               .unreachable = c->names, .nunreachable = c->nnodes};
+                               .unreachable = NULL, .nunreachable = 0};
         ts_status_emit_head(m, &head);
         if (ferror(m) | fclose(m)) {
             free(s);

@@ -19,7 +19,7 @@ EPILOG=$TB_BUILD/bin/toposcope-epilog
 TOPOSCOPE=$TB_BUILD/bin/toposcope
 export SLURM_CONF=$TB_CONF
 
-tb_tap_begin 10 "make" "$TB_FABEMU" "$PLUGIN" "$TB_PROLOG" "$EPILOG" "$TOPOSCOPE"
+tb_tap_begin 12 "make" "$TB_FABEMU" "$PLUGIN" "$TB_PROLOG" "$EPILOG" "$TOPOSCOPE"
 
 # Outside /tmp (every slurmd has its own): binaries, policy, records, spool
 D=$TB_STATE/jobs/epilog-spank.$$
@@ -78,4 +78,68 @@ anomalies "$after" | diag
 left=$(find "$D/spool" -mindepth 2 -maxdepth 2 2>/dev/null | wc -l)
 [ "$left" -eq 0 ]; ok $? "no job spool directory left on any node ($left)"
 [ "$(ls -A "$D/records" | grep -c '^\.')" -eq 0 ]; ok $? "no temporary file left in the records directory"
+
+# ---- a user squats the agents' ports on the leader's node ----
+# As nobody on node1 (the first node of every job's hostlist, so every job's leader), a process
+# binds every UDP port it can of the agents' range and of the old unprivileged one (47000-47999).
+# Three jobs under the shipped measure-only policy: the default range is privileged, so the
+# squatter gets none of it, every job is measured, no node is recorded unreachable, none drains.
+cp "$REPO"/policies/*.yaml "$D/policies/"
+cat > "$work/squat.py" <<'EOF'
+import socket, sys, time
+lo, hi, hold = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+got = []
+for port in range(lo, hi + 1):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(('0.0.0.0', port)); got.append(s)
+    except OSError:
+        s.close()
+print(len(got), flush=True)
+time.sleep(hold)
+EOF
+squatters=()
+squat() {   # LO HI SECONDS OUT: nobody binds LO..HI on node1 in the background; OUT gets the count
+  ip netns exec "$(tb_ns node1)" setpriv --reuid=65534 --regid=65534 --clear-groups \
+    /usr/bin/python3 - "$1" "$2" "$3" < "$work/squat.py" > "$4" 9>&- &
+  squatters+=($!)
+  tb_wait_for 10 test -s "$4"
+}
+unreachable_named() {   # JOB...: how many of the jobs' records name a node unreachable
+  local j n=0
+  for j in "$@"; do grep -q 'unreachable' "$(record "$j")" 2>/dev/null && n=$((n + 1)); done
+  echo $n
+}
+mo_job() {   # NAME: like job, under the shipped measure-only policy
+  (cd "$D/out" && tb_sbatch_wait 120 -N8 --topo-aware=measure-only -t 2 -o "$D/out/$1.out" \
+    --wrap true) > "$D/out/$1.sbatch" 2>&1
+  jobid_of "$D/out/$1.sbatch"
+}
+no_drain() { ! SLURM_CONF=$TB_CONF sinfo -h -N -o '%N %t' | grep -Eq 'drain|drng|down|fail'; }
+squat 900 999 60 "$work/squat-priv.n"
+squat 47000 47999 60 "$work/squat-old.n"
+sq=()
+for i in 1 2 3; do sq+=("$(mo_job q$i)"); done
+kill "${squatters[@]}" 2>/dev/null
+measured=0
+for j in "${sq[@]}"; do grep -Eq '^status: "?measured' "$(record "$j")" 2>/dev/null && measured=$((measured + 1)); done
+[ "$(cat "$work/squat-priv.n")" = 0 ] && [ "$measured" -eq 3 ] && [ "$(unreachable_named "${sq[@]}")" -eq 0 ] && no_drain
+ok $? "ports squatted by nobody on node1 (got $(cat "$work/squat-priv.n") of 900-999, $(cat "$work/squat-old.n") of 47000-47999): 3 measure-only jobs measured ($measured), none names a node unreachable, no node drained"
+
+# A site that chose an unprivileged range (port_base 47000, port_span 10), and a user who binds
+# all of it on node1: every leader fails to listen, so each job loses its measurement (status
+# fallback, the job runs) but that is never evidence against the other nodes: no record names
+# a node unreachable, none drains.
+cp "$D/toposcope.yaml" "$work/toposcope.yaml.saved"
+printf 'port_base: 47000\nport_span: 10\n' >> "$D/toposcope.yaml"
+squat 47000 47009 60 "$work/squat-site.n"
+sf=()
+for i in 1 2 3; do sf+=("$(mo_job f$i)"); done
+kill "${squatters[@]}" 2>/dev/null
+cp "$work/toposcope.yaml.saved" "$D/toposcope.yaml"
+fellback=0
+for j in "${sf[@]}"; do grep -Eq '^status: "?fallback' "$(record "$j")" 2>/dev/null && fellback=$((fellback + 1)); done
+[ "$(cat "$work/squat-site.n")" = 10 ] && [ "$fellback" -eq 3 ] && [ "$(unreachable_named "${sf[@]}")" -eq 0 ] && no_drain
+ok $? "an unprivileged range squatted on node1 ($(cat "$work/squat-site.n") of 10 ports): 3 jobs fell back ($fellback), none names a node unreachable, no node drained"
+[ "$fellback" -eq 3 ] || for j in "${sf[@]}"; do head -20 "$(record "$j")"; done 2>&1 | diag
 tap_end
