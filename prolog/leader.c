@@ -343,10 +343,11 @@ int leader_measure(leader *L, leader_result *R, ts_error *err)
                 cap -= (size_t)w;
             }
         }
-        if (e.partial || (m.links_ran && m.links.partial)) {
+        char doubt[TS_ERROR_TEXT_MAX];
+        if (strcmp(ts_measure_verdict(&m, doubt, sizeof doubt), "measured") != 0 || e.partial) {
             status = "partial";
-            snprintf(p, cap, "%sthe budget ran out before the plan was complete",
-                     p == reason ? "" : "; ");
+            snprintf(p, cap, "%s%s", p == reason ? "" : "; ",
+                     doubt[0] ? doubt : "the budget ran out before the plan was complete");
         } else if (nmiss == 0) {
             snprintf(reason, sizeof reason, "every node measured; %ld of %ld probes lost",
                      e.count.lost, e.count.lost + e.count.samples);

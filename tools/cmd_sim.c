@@ -26,6 +26,7 @@
 #include "toposcope/linksolve.h"
 #include "toposcope/linkreport.h"
 #include "toposcope/topoconf.h"
+#include "toposcope/textout.h"
 
 #define MAX_INJECT 256
 
@@ -354,6 +355,11 @@ static void link_stage_metrics(FILE *m, const ts_measure *M, const link_score *L
     fprintf(m, "link_plan_cpu_s: %.4f\n", M->link_cpu_s);
     fprintf(m, "link_sim_time_s: %.6f\n", M->link_time_us * 1e-6);
     fprintf(m, "link_partial: %s\n", M->links.partial ? "true" : "false");
+    /* what the agents would write in status.yaml for this measurement */
+    char why[TS_ERROR_TEXT_MAX];
+    fprintf(m, "status: %s\nstatus_reason: ", ts_measure_verdict(M, why, sizeof why));
+    ts_emit_yaml_string(m, why);
+    fputc('\n', m);
 }
 
 /* ---- anomalies against a baseline ---- */

@@ -1,6 +1,7 @@
 /* toposcope — one measurement, transport-independent: discovery → tree → link plan → link
  * measure and solve → result files. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "toposcope/linkreport.h"
 #include "toposcope/topoconf.h"
 #include "toposcope/textout.h"
+#include "toposcope/linksolve.h"
 
 void ts_measure_options_default(ts_measure_options *o)
 {
@@ -107,6 +109,39 @@ int ts_measure_run(ts_probe_engine *e, const ts_measure_options *o, ts_measure *
     if (o->links)
         return link_stage(e, o, m, err);
     return TS_OK;
+}
+
+/* A link whose estimate lies TS_IMPLAUSIBLE_SE standard errors below zero: its name (the first
+ * tree link it stands for) and estimate into why. The count. */
+static int implausible_links(const ts_measure *m, char *why, size_t max)
+{
+    int n = 0;
+    for (int k = 0; m->links_ran && k < m->links.nlinks; k++) {
+        const ts_link_estimate *l = &m->links.link[k];
+        if (isnan(l->est_us) || isnan(l->se_us) || l->est_us + TS_IMPLAUSIBLE_SE * l->se_us >= 0)
+            continue;
+        if (n++ == 0)
+            snprintf(why, max, "link %s solves to %.1f us (%.1f..%.1f): the split above it is "
+                     "not supported by the measurements",
+                     m->tree.v[m->links.members[l->first]].name, l->est_us, l->lo_us, l->hi_us);
+    }
+    return n;
+}
+
+const char *ts_measure_verdict(const ts_measure *m, char *why, size_t max)
+{
+    why[0] = '\0';
+    if (m->discovered.partial || (m->links_ran && m->links.partial)) {
+        snprintf(why, max, "the budget ran out before the plan was complete");
+        return "partial";
+    }
+    char first[256];
+    int n = implausible_links(m, first, sizeof first);
+    if (n == 0)
+        return "measured";
+    snprintf(why, max, "the tree is uncertain: %d link%s below zero latency; %s", n,
+             n == 1 ? "" : "s", first);
+    return "partial";
 }
 
 void ts_measure_free(ts_measure *m)

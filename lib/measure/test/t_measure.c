@@ -96,6 +96,20 @@ static void test_discovered(void)
     ok(!b.e.partial && m.links_ran && m.links.undetermined == 0 && m.plan.rank == m.links.nlinks,
        "the link stage ran and determined all %d links (plan rank %d)", m.links.nlinks, m.plan.rank);
     ok(m.disc_end_us > m.disc_start_us && m.link_time_us > 0, "both stages took transport time");
+    char why[512];
+    ok(strcmp(ts_measure_verdict(&m, why, sizeof why), "measured") == 0 && why[0] == '\0',
+       "the verdict: measured");
+    /* a link the solve put well below zero: the split above it is not supported */
+    ts_link_estimate saved = m.links.link[0];
+    m.links.link[0].est_us = -10;
+    m.links.link[0].se_us = 1;
+    ok(strcmp(ts_measure_verdict(&m, why, sizeof why), "partial") == 0 &&
+           strstr(why, "1 link below zero latency") && strstr(why, "not supported"),
+       "a link 10 standard errors below zero: partial: %s", why);
+    m.links.link[0].se_us = 4;
+    ok(strcmp(ts_measure_verdict(&m, why, sizeof why), "measured") == 0,
+       "2.5 standard errors below zero is within the noise: measured");
+    m.links.link[0] = saved;
 
     char dir[] = "/tmp/t_measure.XXXXXX";
     int dfd = mkdtemp(dir) ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
@@ -162,8 +176,11 @@ static void test_small_budget(void)
     o.names = b.names;
     if (rc == TS_OK)
         rc = ts_measure_run(&b.e, &o, &m, &err);
-    ok(rc == TS_OK && b.e.partial && m.tree.nnodes == 16 && (!m.links_ran || m.links.partial),
-       "a budget just over discovery's time: the tree stands, the result says partial: %s", err.text);
+    char why[512] = "";
+    ok(rc == TS_OK && b.e.partial && m.tree.nnodes == 16 && (!m.links_ran || m.links.partial) &&
+           strcmp(ts_measure_verdict(&m, why, sizeof why), "partial") == 0 && strstr(why, "budget"),
+       "a budget just over discovery's time: the tree stands, the verdict is partial: %s %s",
+       err.text, why);
     if (rc == TS_OK)
         ts_measure_free(&m);
     bench_down(&b);
