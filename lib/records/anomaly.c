@@ -9,6 +9,7 @@
 #include "toposcope/treeyaml.h"
 #include "toposcope/linksolve.h"
 #include "toposcope/textout.h"
+#include "util/strpool.h"
 #include "util/ydoc.h"
 
 #define LINKS_YAML_MAX_BYTES (64u << 20)
@@ -429,56 +430,40 @@ const ts_baseline_link *ts_baseline_find(const ts_baseline *b, const char *id)
     return NULL;
 }
 
+/* One link id's estimates, numbered as in the builder's id pool. */
 typedef struct bb_entry {
-    char id[TS_LINK_ID_MAX];
     int access;
     int n, cap;
     double *est, *se;
 } bb_entry;
 
 struct ts_baseline_builder {
-    int n, cap;
+    ts_strpool *ids;
+    int cap;
     bb_entry *e;
-    int *slot;
-    int slot_cap;
 };
 
 ts_baseline_builder *ts_baseline_builder_new(void)
 {
-    return calloc(1, sizeof(ts_baseline_builder));
+    ts_baseline_builder *bb = calloc(1, sizeof(ts_baseline_builder));
+    if (bb && !(bb->ids = ts_strpool_new())) {
+        free(bb);
+        return NULL;
+    }
+    return bb;
 }
 
 void ts_baseline_builder_free(ts_baseline_builder *bb)
 {
     if (!bb)
         return;
-    for (int i = 0; i < bb->n; i++) {
+    for (int i = 0; i < ts_strpool_count(bb->ids) && i < bb->cap; i++) {
         free(bb->e[i].est);
         free(bb->e[i].se);
     }
     free(bb->e);
-    free(bb->slot);
+    ts_strpool_free(bb->ids);
     free(bb);
-}
-
-static int bb_rehash(ts_baseline_builder *bb)
-{
-    int cap = bb->slot_cap ? bb->slot_cap * 2 : 64;
-    int *slot = malloc(sizeof(int) * (size_t)cap);
-    if (!slot)
-        return TS_ENOMEM;
-    for (int i = 0; i < cap; i++)
-        slot[i] = -1;
-    for (int i = 0; i < bb->n; i++) {
-        size_t s = name_hash(bb->e[i].id) & (size_t)(cap - 1);
-        while (slot[s] >= 0)
-            s = (s + 1) & (size_t)(cap - 1);
-        slot[s] = i;
-    }
-    free(bb->slot);
-    bb->slot = slot;
-    bb->slot_cap = cap;
-    return TS_OK;
 }
 
 int ts_baseline_builder_add(ts_baseline_builder *bb, const char *id, int access, double est_us,
@@ -486,29 +471,14 @@ int ts_baseline_builder_add(ts_baseline_builder *bb, const char *id, int access,
 {
     if (!isfinite(est_us) || strlen(id) >= TS_LINK_ID_MAX)
         return TS_OK;
-    if (2 * (bb->n + 1) > bb->slot_cap && bb_rehash(bb))
+    if (ts_strpool_count(bb->ids) >= TS_BASELINE_MAX_LINKS && ts_strpool_find(bb->ids, id) < 0)
+        return TS_ELIMIT;
+    int fresh, k = ts_strpool_intern_row(bb->ids, id, &bb->e, sizeof *bb->e, &bb->cap, &fresh);
+    if (k < 0)
         return TS_ENOMEM;
-    size_t s = name_hash(id) & (size_t)(bb->slot_cap - 1);
-    while (bb->slot[s] >= 0 && strcmp(bb->e[bb->slot[s]].id, id))
-        s = (s + 1) & (size_t)(bb->slot_cap - 1);
-    if (bb->slot[s] < 0) {
-        if (bb->n >= TS_BASELINE_MAX_LINKS)
-            return TS_ELIMIT;
-        if (bb->n == bb->cap) {
-            int cap = bb->cap ? 2 * bb->cap : 64;
-            bb_entry *e = realloc(bb->e, sizeof *e * (size_t)cap);
-            if (!e)
-                return TS_ENOMEM;
-            bb->e = e;
-            bb->cap = cap;
-        }
-        bb_entry *x = &bb->e[bb->n];
-        memset(x, 0, sizeof *x);
-        snprintf(x->id, sizeof x->id, "%s", id);
+    bb_entry *x = &bb->e[k];
+    if (fresh)
         x->access = access;
-        bb->slot[s] = bb->n++;
-    }
-    bb_entry *x = &bb->e[bb->slot[s]];
     if (x->n == x->cap) {
         int cap = x->cap ? 2 * x->cap : 8;
         double *est = realloc(x->est, sizeof(double) * (size_t)cap);
@@ -545,10 +515,11 @@ static int cmp_baseline_link(const void *a, const void *b)
 int ts_baseline_builder_finish(ts_baseline_builder *bb, ts_baseline *b, ts_error *err)
 {
     ts_baseline_init(b);
-    b->l = calloc((size_t)(bb->n ? bb->n : 1), sizeof *b->l);
+    int nids = ts_strpool_count(bb->ids);
+    b->l = calloc((size_t)(nids ? nids : 1), sizeof *b->l);
     double *tmp = NULL;
     int maxn = 1;
-    for (int i = 0; i < bb->n; i++)
+    for (int i = 0; i < nids; i++)
         maxn = bb->e[i].n > maxn ? bb->e[i].n : maxn;
     tmp = malloc(sizeof(double) * (size_t)maxn);
     if (!b->l || !tmp) {
@@ -556,11 +527,11 @@ int ts_baseline_builder_finish(ts_baseline_builder *bb, ts_baseline *b, ts_error
         ts_baseline_free(b);
         return ts_fail(err, TS_ENOMEM, "out of memory");
     }
-    b->cap = bb->n ? bb->n : 1;
-    for (int i = 0; i < bb->n; i++) {
+    b->cap = nids ? nids : 1;
+    for (int i = 0; i < nids; i++) {
         const bb_entry *x = &bb->e[i];
         ts_baseline_link *l = &b->l[b->n++];
-        snprintf(l->id, sizeof l->id, "%s", x->id);
+        snprintf(l->id, sizeof l->id, "%s", ts_strpool_str(bb->ids, i));
         l->access = x->access;
         l->count = x->n;
         memcpy(tmp, x->est, sizeof(double) * (size_t)x->n);

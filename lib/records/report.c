@@ -5,6 +5,7 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/report.h"
+#include "util/strpool.h"
 #include "util/unionfind.h"
 
 typedef struct values {
@@ -12,38 +13,48 @@ typedef struct values {
     double *v;
 } values;
 
+/* What the flags of one link add up to; only links flagged at least once have one. */
+typedef struct flags {
+    int flagged, unreachable;
+    double evidence, max_score;
+    int64_t first_seen, last_seen;
+    int njobs;
+    const char *jobs[TS_REPORT_JOBS_KEPT];   /* in the job pool */
+    values pct, us;
+} flags;
+
+/* One link id, numbered as in the id pool. */
+typedef struct link_entry {
+    int access;
+    int seen;                        /* records that measured or flagged it */
+    int seen_by, flagged_by;         /* the last record that counted it seen, flagged */
+    flags *f;
+} link_entry;
+
 typedef struct group {
-    char job[TS_RECORD_TEXT_MAX];
+    const char *job;                 /* in the job pool */
     char *hosts;                     /* a hostlist */
 } group;
 
 struct ts_report {
-    int n, cap;
-    ts_suspect *s;
-    values *pct, *us;
-    int *stamp;                      /* the last record that counted the link as seen */
-    int *slot;
-    int slot_cap;
+    ts_strpool *ids, *jobs;
+    link_entry *e;                   /* by id number */
+    int cap;
     int records;
     ts_baseline_builder *bb;
     int ngroups, gcap;
     group *g;
-    int sorted;
+    ts_suspect *s;                   /* the ranking, once asked for */
+    int ns;
+    int ranked;
 };
-
-static uint64_t hash_id(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h ^ (h >> 32);
-}
 
 ts_report *ts_report_new(void)
 {
     ts_report *r = calloc(1, sizeof *r);
-    if (r && !(r->bb = ts_baseline_builder_new())) {
-        free(r);
+    if (r && (!(r->bb = ts_baseline_builder_new()) || !(r->ids = ts_strpool_new()) ||
+              !(r->jobs = ts_strpool_new()))) {
+        ts_report_free(r);
         return NULL;
     }
     return r;
@@ -53,18 +64,21 @@ void ts_report_free(ts_report *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->n; i++) {
-        free(r->pct[i].v);
-        free(r->us[i].v);
+    int n = r->ids ? ts_strpool_count(r->ids) : 0;
+    for (int i = 0; i < n && i < r->cap; i++) {
+        if (r->e[i].f) {
+            free(r->e[i].f->pct.v);
+            free(r->e[i].f->us.v);
+            free(r->e[i].f);
+        }
     }
     for (int i = 0; i < r->ngroups; i++)
         free(r->g[i].hosts);
     free(r->g);
+    free(r->e);
     free(r->s);
-    free(r->pct);
-    free(r->us);
-    free(r->stamp);
-    free(r->slot);
+    ts_strpool_free(r->ids);
+    ts_strpool_free(r->jobs);
     ts_baseline_builder_free(r->bb);
     free(r);
 }
@@ -74,67 +88,20 @@ int ts_report_records(const ts_report *r)
     return r->records;
 }
 
-static int rehash(ts_report *r)
+/* The entry of id, made when new and counted as seen by record `me`; NULL when out of memory. */
+static link_entry *seen_by(ts_report *r, const char *id, int access, int me)
 {
-    int cap = r->slot_cap ? 2 * r->slot_cap : 256;
-    int *slot = malloc(sizeof(int) * (size_t)cap);
-    if (!slot)
-        return TS_ENOMEM;
-    for (int i = 0; i < cap; i++)
-        slot[i] = -1;
-    for (int i = 0; i < r->n; i++) {
-        size_t h = hash_id(r->s[i].id) & (size_t)(cap - 1);
-        while (slot[h] >= 0)
-            h = (h + 1) & (size_t)(cap - 1);
-        slot[h] = i;
+    int fresh, k = ts_strpool_intern_row(r->ids, id, &r->e, sizeof *r->e, &r->cap, &fresh);
+    if (k < 0)
+        return NULL;
+    link_entry *e = &r->e[k];
+    if (fresh)
+        *e = (link_entry){ .access = access, .seen_by = -1, .flagged_by = -1 };
+    if (e->seen_by != me) {
+        e->seen_by = me;
+        e->seen++;
     }
-    free(r->slot);
-    r->slot = slot;
-    r->slot_cap = cap;
-    return TS_OK;
-}
-
-/* The entry of id, made when new; -1 on allocation failure. Entries keep their index until the
- * suspects are sorted, which only ts_report_suspects does. */
-static int entry(ts_report *r, const char *id, int access)
-{
-    if (2 * (r->n + 1) > r->slot_cap && rehash(r))
-        return -1;
-    size_t h = hash_id(id) & (size_t)(r->slot_cap - 1);
-    while (r->slot[h] >= 0) {
-        if (!strcmp(r->s[r->slot[h]].id, id))
-            return r->slot[h];
-        h = (h + 1) & (size_t)(r->slot_cap - 1);
-    }
-    if (r->n == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 64;
-        ts_suspect *s = realloc(r->s, sizeof *s * (size_t)cap);
-        if (s)
-            r->s = s;
-        values *p = realloc(r->pct, sizeof *p * (size_t)cap);
-        if (p)
-            r->pct = p;
-        values *u = realloc(r->us, sizeof *u * (size_t)cap);
-        if (u)
-            r->us = u;
-        int *st = realloc(r->stamp, sizeof *st * (size_t)cap);
-        if (st)
-            r->stamp = st;
-        if (!s || !p || !u || !st)
-            return -1;
-        r->cap = cap;
-    }
-    int i = r->n++;
-    ts_suspect *s = &r->s[i];
-    memset(s, 0, sizeof *s);
-    snprintf(s->id, sizeof s->id, "%s", id);
-    s->access = access;
-    s->median_excess_pct = s->median_excess_us = NAN;
-    memset(&r->pct[i], 0, sizeof r->pct[i]);
-    memset(&r->us[i], 0, sizeof r->us[i]);
-    r->stamp[i] = -1;
-    r->slot[h] = i;
-    return i;
+    return e;
 }
 
 static int push(values *v, double x)
@@ -151,17 +118,35 @@ static int push(values *v, double x)
     return TS_OK;
 }
 
-static int flagged_in(const ts_record *rec, const char *id)
+/* One anomaly of a record (time t, job in the job pool, weight w) into its link's entry e. */
+static int add_flag(link_entry *e, const ts_anomaly *a, int64_t t, const char *job, double w)
 {
-    for (int i = 0; i < rec->anomalies.n; i++)
-        if (!strcmp(rec->anomalies.a[i].id, id))
-            return 1;
-    return 0;
+    if (!e->f && !(e->f = calloc(1, sizeof *e->f)))
+        return TS_ENOMEM;
+    flags *f = e->f;
+    f->flagged++;
+    f->evidence += w;
+    if (a->kind == TS_ANOMALY_UNREACHABLE)
+        f->unreachable++;
+    else if ((isfinite(a->excess_pct) && push(&f->pct, a->excess_pct)) ||
+             (isfinite(a->excess_us) && push(&f->us, a->excess_us)))
+        return TS_ENOMEM;
+    if (f->flagged == 1 || a->score > f->max_score)
+        f->max_score = a->score;
+    if (f->flagged == 1 || t < f->first_seen)
+        f->first_seen = t;
+    if (f->flagged == 1 || t > f->last_seen)
+        f->last_seen = t;
+    if (f->njobs < TS_REPORT_JOBS_KEPT)
+        f->jobs[f->njobs++] = job;
+    return TS_OK;
 }
 
+/* Linear in the record: every id is looked up once per mention, and a link's flags in this
+ * record are known by the stamp its first anomaly left, not by searching the anomalies again. */
 int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
 {
-    if (r->sorted)
+    if (r->ranked)
         return ts_fail(err, TS_EINPUT, "records added after the suspects were ranked");
     int me = r->records++;
     int nlinks = rec->links.n > rec->anomalies.n ? rec->links.n : rec->anomalies.n;
@@ -169,50 +154,32 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
     double weight = nlinks ? 1.0 - (double)rec->anomalies.n / nlinks : 0;
     if (weight < 0)
         weight = 0;
-    for (int i = 0; i < rec->links.n; i++) {
-        const ts_link_obs *o = &rec->links.o[i];
-        int k = entry(r, o->id, o->access);
-        if (k < 0)
+    const char *job = NULL;
+    if (rec->anomalies.n) {
+        int j = ts_strpool_intern(r->jobs, rec->job);
+        if (j < 0)
             return ts_fail(err, TS_ENOMEM, "out of memory");
-        if (r->stamp[k] != me) {
-            r->stamp[k] = me;
-            r->s[k].seen++;
-        }
-        /* the baseline learns from what this job found normal */
-        if (!flagged_in(rec, o->id) && ts_baseline_builder_add(r->bb, o->id, o->access, o->est_us, o->se_us))
-            return ts_fail(err, TS_ENOMEM, "out of memory");
+        job = ts_strpool_str(r->jobs, j);
     }
     for (int i = 0; i < rec->anomalies.n; i++) {
         const ts_anomaly *a = &rec->anomalies.a[i];
-        int k = entry(r, a->id, a->access);
-        if (k < 0)
+        link_entry *e = seen_by(r, a->id, a->access, me);
+        if (!e)
             return ts_fail(err, TS_ENOMEM, "out of memory");
-        ts_suspect *s = &r->s[k];
-        int dup = 0;
-        for (int j = 0; j < i; j++)
-            dup |= !strcmp(rec->anomalies.a[j].id, a->id);
-        if (dup)
+        if (e->flagged_by == me)
             continue;                    /* one job counts once per link */
-        if (r->stamp[k] != me) {
-            r->stamp[k] = me;
-            s->seen++;
-        }
-        s->flagged++;
-        s->evidence += weight;
-        if (a->kind == TS_ANOMALY_UNREACHABLE) {
-            s->unreachable++;
-        } else if ((isfinite(a->excess_pct) && push(&r->pct[k], a->excess_pct)) ||
-                   (isfinite(a->excess_us) && push(&r->us[k], a->excess_us))) {
+        e->flagged_by = me;
+        if (add_flag(e, a, rec->time, job, weight))
             return ts_fail(err, TS_ENOMEM, "out of memory");
-        }
-        if (a->score > s->max_score)
-            s->max_score = a->score;
-        if (s->flagged == 1 || rec->time < s->first_seen)
-            s->first_seen = rec->time;
-        if (s->flagged == 1 || rec->time > s->last_seen)
-            s->last_seen = rec->time;
-        if (s->njobs < TS_REPORT_JOBS_KEPT)
-            snprintf(s->jobs[s->njobs++], sizeof s->jobs[0], "%s", rec->job);
+    }
+    for (int i = 0; i < rec->links.n; i++) {
+        const ts_link_obs *o = &rec->links.o[i];
+        link_entry *e = seen_by(r, o->id, o->access, me);
+        if (!e)
+            return ts_fail(err, TS_ENOMEM, "out of memory");
+        /* the baseline learns from what this job found normal */
+        if (e->flagged_by != me && ts_baseline_builder_add(r->bb, o->id, o->access, o->est_us, o->se_us))
+            return ts_fail(err, TS_ENOMEM, "out of memory");
     }
     for (int i = 0; i < rec->ngroups; i++) {
         if (r->ngroups == r->gcap) {
@@ -223,10 +190,11 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
             r->g = g;
             r->gcap = cap;
         }
+        int j = ts_strpool_intern(r->jobs, rec->job);
         group *g = &r->g[r->ngroups];
-        snprintf(g->job, sizeof g->job, "%s", rec->job);
-        if (!(g->hosts = strdup(rec->leaf_groups[i])))
+        if (j < 0 || !(g->hosts = strdup(rec->leaf_groups[i])))
             return ts_fail(err, TS_ENOMEM, "out of memory");
+        g->job = ts_strpool_str(r->jobs, j);
         r->ngroups++;
     }
     return TS_OK;
@@ -235,8 +203,6 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
 static int cmp_suspect(const void *pa, const void *pb)
 {
     const ts_suspect *a = pa, *b = pb;
-    if ((a->flagged > 0) != (b->flagged > 0))
-        return a->flagged > 0 ? -1 : 1;
     if (fabs(a->evidence - b->evidence) > 1e-9)
         return a->evidence > b->evidence ? -1 : 1;
     if (a->flagged != b->flagged)
@@ -250,22 +216,40 @@ static int cmp_suspect(const void *pa, const void *pb)
 
 int ts_report_suspects(ts_report *r, const ts_suspect **out, int *n, ts_error *err)
 {
-    if (!r->sorted) {
-        for (int i = 0; i < r->n; i++) {
-            if (r->pct[i].n)
-                r->s[i].median_excess_pct = ts_median(r->pct[i].v, r->pct[i].n);
-            if (r->us[i].n)
-                r->s[i].median_excess_us = ts_median(r->us[i].v, r->us[i].n);
+    *out = NULL;
+    *n = 0;
+    if (!r->ranked) {
+        int ids = ts_strpool_count(r->ids), k = 0;
+        for (int i = 0; i < ids; i++)
+            k += r->e[i].f != NULL;
+        if (!(r->s = calloc((size_t)(k ? k : 1), sizeof *r->s)))
+            return ts_fail(err, TS_ENOMEM, "out of memory");
+        for (int i = 0; i < ids; i++) {
+            const link_entry *e = &r->e[i];
+            flags *f = e->f;
+            if (!f)
+                continue;
+            ts_suspect *s = &r->s[r->ns++];
+            s->id = ts_strpool_str(r->ids, i);
+            s->access = e->access;
+            s->seen = e->seen;
+            s->flagged = f->flagged;
+            s->unreachable = f->unreachable;
+            s->evidence = f->evidence;
+            s->median_excess_pct = f->pct.n ? ts_median(f->pct.v, f->pct.n) : NAN;
+            s->median_excess_us = f->us.n ? ts_median(f->us.v, f->us.n) : NAN;
+            s->max_score = f->max_score;
+            s->first_seen = f->first_seen;
+            s->last_seen = f->last_seen;
+            s->njobs = f->njobs;
+            memcpy(s->jobs, f->jobs, sizeof s->jobs);
         }
-        if (r->n > 1)
-            qsort(r->s, (size_t)r->n, sizeof *r->s, cmp_suspect);
-        r->sorted = 1;           /* the index no longer matches: no more records */
+        if (r->ns > 1)
+            qsort(r->s, (size_t)r->ns, sizeof *r->s, cmp_suspect);
+        r->ranked = 1;
     }
-    int k = 0;
-    while (k < r->n && r->s[k].flagged > 0)
-        k++;
     *out = r->s;
-    *n = k;
+    *n = r->ns;
     return TS_OK;
 }
 
@@ -276,78 +260,11 @@ int ts_report_baseline(const ts_report *r, ts_baseline *b, ts_error *err)
 
 /* ---- leaf groups ---- */
 
-/* Every node named by any group, a dense index each (names sorted). */
-typedef struct nodeset {
-    int n;
-    char **names;
-    int *slot;
-    int cap;
-} nodeset;
-
-static void nodeset_free(nodeset *s)
-{
-    for (int i = 0; i < s->n; i++)
-        free(s->names[i]);
-    free(s->names);
-    free(s->slot);
-    memset(s, 0, sizeof *s);
-}
-
-static int nodeset_find(const nodeset *s, const char *name)
-{
-    if (!s->cap)
-        return -1;
-    size_t h = hash_id(name) & (size_t)(s->cap - 1);
-    while (s->slot[h] >= 0) {
-        if (!strcmp(s->names[s->slot[h]], name))
-            return s->slot[h];
-        h = (h + 1) & (size_t)(s->cap - 1);
-    }
-    return -1;
-}
-
-static int nodeset_add(nodeset *s, const char *name, int *max_names)
-{
-    if (nodeset_find(s, name) >= 0)
-        return TS_OK;
-    if (2 * (s->n + 1) > s->cap) {
-        int cap = s->cap ? 2 * s->cap : 256;
-        int *slot = malloc(sizeof(int) * (size_t)cap);
-        if (!slot)
-            return TS_ENOMEM;
-        for (int i = 0; i < cap; i++)
-            slot[i] = -1;
-        for (int i = 0; i < s->n; i++) {
-            size_t h = hash_id(s->names[i]) & (size_t)(cap - 1);
-            while (slot[h] >= 0)
-                h = (h + 1) & (size_t)(cap - 1);
-            slot[h] = i;
-        }
-        free(s->slot);
-        s->slot = slot;
-        s->cap = cap;
-    }
-    if (s->n == *max_names) {
-        int m = *max_names ? 2 * *max_names : 256;
-        char **t = realloc(s->names, sizeof(char *) * (size_t)m);
-        if (!t)
-            return TS_ENOMEM;
-        s->names = t;
-        *max_names = m;
-    }
-    if (!(s->names[s->n] = strdup(name)))
-        return TS_ENOMEM;
-    size_t h = hash_id(name) & (size_t)(s->cap - 1);
-    while (s->slot[h] >= 0)
-        h = (h + 1) & (size_t)(s->cap - 1);
-    s->slot[h] = s->n++;
-    return TS_OK;
-}
-
 int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
 {
-    nodeset ns = { 0 };
-    int maxn = 0, rc = TS_OK;
+    /* every node named by any group, numbered in order of appearance */
+    ts_strpool *ns = ts_strpool_new();
+    int rc = ns ? TS_OK : TS_ENOMEM, nn = 0;
     int *uf = NULL, *leaf_of = NULL;
     ts_fabric_init(out);
     for (int i = 0; i < r->ngroups && rc == TS_OK; i++) {
@@ -355,28 +272,29 @@ int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
         if (ts_hostlist_expand(r->g[i].hosts, strlen(r->g[i].hosts), &hl, NULL) != TS_OK)
             continue;                    /* the record reader accepted it; a bad one is skipped */
         for (size_t k = 0; k < hl.count && rc == TS_OK; k++)
-            rc = nodeset_add(&ns, hl.hosts[k], &maxn);
+            rc = ts_strpool_intern(ns, hl.hosts[k]) < 0 ? TS_ENOMEM : TS_OK;
         ts_hostlist_free(&hl);
     }
     if (rc)
         goto oom;
-    if (ns.n == 0) {
+    nn = ts_strpool_count(ns);
+    if (nn == 0) {
         rc = ts_fail(err, TS_EINPUT, "no record holds a measured tree: nothing to infer");
         goto done;
     }
-    uf = malloc(sizeof(int) * (size_t)ns.n);
-    leaf_of = malloc(sizeof(int) * (size_t)ns.n);
+    uf = malloc(sizeof(int) * (size_t)nn);
+    leaf_of = malloc(sizeof(int) * (size_t)nn);
     if (!uf || !leaf_of)
         goto oom;
-    for (int i = 0; i < ns.n; i++)
+    for (int i = 0; i < nn; i++)
         uf[i] = i;
     for (int i = 0; i < r->ngroups; i++) {
         ts_hostlist hl;
         if (ts_hostlist_expand(r->g[i].hosts, strlen(r->g[i].hosts), &hl, NULL) != TS_OK)
             continue;
-        int first = hl.count ? nodeset_find(&ns, hl.hosts[0]) : -1;
+        int first = hl.count ? ts_strpool_find(ns, hl.hosts[0]) : -1;
         for (size_t k = 1; k < hl.count; k++) {
-            int a = ts_uf_find(uf, first), b = ts_uf_find(uf, nodeset_find(&ns, hl.hosts[k]));
+            int a = ts_uf_find(uf, first), b = ts_uf_find(uf, ts_strpool_find(ns, hl.hosts[k]));
             if (a != b)
                 uf[a] = b;
         }
@@ -387,9 +305,9 @@ int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
         rc = top;
         goto done;
     }
-    for (int i = 0; i < ns.n; i++)
+    for (int i = 0; i < nn; i++)
         leaf_of[i] = -1;
-    for (int i = 0; i < ns.n; i++) {
+    for (int i = 0; i < nn; i++) {
         int root = ts_uf_find(uf, i);
         if (leaf_of[root] < 0) {
             char name[32];
@@ -401,7 +319,7 @@ int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
             }
             leaf_of[root] = v;
         }
-        int v = ts_fabric_add_vertex(out, ns.names[i], TS_NODE, err);
+        int v = ts_fabric_add_vertex(out, ts_strpool_str(ns, i), TS_NODE, err);
         if (v < 0 || (rc = ts_fabric_attach(out, leaf_of[root], v, err)) != TS_OK) {
             rc = v < 0 ? v : rc;
             goto done;
@@ -416,7 +334,7 @@ done:
         ts_fabric_free(out);
     free(uf);
     free(leaf_of);
-    nodeset_free(&ns);
+    ts_strpool_free(ns);
     return rc;
 }
 
@@ -435,8 +353,9 @@ int ts_report_mismatches(const ts_report *r, const ts_fabric *admin, ts_mismatch
     *n = 0;
     int cap = 0;
     int *count = calloc((size_t)(admin->nvert ? admin->nvert : 1), sizeof(int));
-    if (!count)
-        return ts_fail(err, TS_ENOMEM, "out of memory");
+    ts_strpool *rows = ts_strpool_new();   /* a listed node's number is its row */
+    if (!count || !rows)
+        goto oom;
     for (int i = 0; i < r->ngroups; i++) {
         ts_hostlist hl;
         if (ts_hostlist_expand(r->g[i].hosts, strlen(r->g[i].hosts), &hl, NULL) != TS_OK)
@@ -455,25 +374,13 @@ int ts_report_mismatches(const ts_report *r, const ts_fabric *admin, ts_mismatch
             /* a group of two split across two switches names no majority: leave it */
             if (p == best || 2 * count[best] <= (int)hl.count)
                 continue;
-            int j = 0;
-            while (j < *n && strcmp((*out)[j].node, hl.hosts[k]))
-                j++;
-            if (j == *n) {
-                if (*n == cap) {
-                    cap = cap ? 2 * cap : 16;
-                    ts_mismatch *t = realloc(*out, sizeof *t * (size_t)cap);
-                    if (!t) {
-                        ts_hostlist_free(&hl);
-                        free(count);
-                        free(*out);
-                        *out = NULL;
-                        *n = 0;
-                        return ts_fail(err, TS_ENOMEM, "out of memory");
-                    }
-                    *out = t;
-                }
+            int fresh, j = ts_strpool_intern_row(rows, hl.hosts[k], out, sizeof **out, &cap, &fresh);
+            if (j < 0) {
+                ts_hostlist_free(&hl);
+                goto oom;
+            }
+            if (fresh) {
                 ts_mismatch *m = &(*out)[(*n)++];
-                memset(m, 0, sizeof *m);
                 snprintf(m->node, sizeof m->node, "%s", hl.hosts[k]);
                 snprintf(m->admin_switch, sizeof m->admin_switch, "%s", p != TS_NONE ? admin->v[p].name : "");
                 snprintf(m->measured_with, sizeof m->measured_with, "%s", admin->v[best].name);
@@ -489,7 +396,15 @@ int ts_report_mismatches(const ts_report *r, const ts_fabric *admin, ts_mismatch
         ts_hostlist_free(&hl);
     }
     free(count);
+    ts_strpool_free(rows);
     if (*n > 1)
         qsort(*out, (size_t)*n, sizeof **out, cmp_mismatch);
     return TS_OK;
+oom:
+    free(count);
+    ts_strpool_free(rows);
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return ts_fail(err, TS_ENOMEM, "out of memory");
 }

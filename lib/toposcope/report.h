@@ -4,7 +4,8 @@
  * job weighted by how many of its other links were fine (1 - the job's share of flagged links),
  * so a link that is slow in many jobs while its siblings in the same jobs are fine ranks above
  * links that only turn up in jobs where everything was slow (a loaded host, a bad run).
- * Ranking: evidence, then jobs flagged, then median excess. */
+ * Ranking: evidence, then jobs flagged, then median excess. Memory grows with the distinct
+ * link ids (a few dozen bytes and the id each, more for the flagged ones), not with records. */
 #ifndef TOPOSCOPE_REPORT_H
 #define TOPOSCOPE_REPORT_H
 
@@ -15,8 +16,9 @@
 
 #define TS_REPORT_JOBS_KEPT 16       /* job ids listed per suspect link */
 
+/* Its strings belong to the report: valid until ts_report_free. */
 typedef struct ts_suspect {
-    char id[TS_LINK_ID_MAX];
+    const char *id;
     int access;
     int seen;                        /* records that measured or flagged the link */
     int flagged;                     /* records that flagged it */
@@ -26,14 +28,15 @@ typedef struct ts_suspect {
     double max_score;
     int64_t first_seen, last_seen;   /* times of the flagging records */
     int njobs;
-    char jobs[TS_REPORT_JOBS_KEPT][TS_RECORD_TEXT_MAX];
+    const char *jobs[TS_REPORT_JOBS_KEPT];   /* the first njobs flagging jobs' ids */
 } ts_suspect;
 
 typedef struct ts_report ts_report;
 
 ts_report *ts_report_new(void);
 void ts_report_free(ts_report *r);
-/* Add one record (its links feed the baseline too, minus the ones it flagged). */
+/* Add one record (its links feed the baseline too, minus the ones it flagged), in time linear
+ * in its links and anomalies; the report keeps each distinct link id and job id once. */
 int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err);
 /* The suspects, most suspect first (only links flagged at least once); valid until the next
  * call on r. */

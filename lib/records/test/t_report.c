@@ -1,0 +1,127 @@
+/* The report's aggregation across records: a job counts once per link however often its record
+ * names it, a flagged estimate never feeds the baseline, and the suspects' strings outlive the
+ * records they came from. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tap.h"
+#include "toposcope/record.h"
+#include "toposcope/report.h"
+
+static void add(ts_report *rep, const char *text)
+{
+    ts_record r;
+    ts_error err = {{0}};
+    if (ts_record_parse(&r, text, strlen(text), "t.yaml", &err) != TS_OK) {
+        printf("Bail out! fixture does not parse: %s\n", err.text);
+        exit(1);
+    }
+    if (ts_report_add(rep, &r, &err) != TS_OK) {
+        printf("Bail out! %s\n", err.text);
+        exit(1);
+    }
+    ts_record_free(&r);      /* the report must not point into it */
+}
+
+static const ts_suspect *find(const ts_suspect *s, int n, const char *id)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s[i].id, id))
+            return &s[i];
+    return NULL;
+}
+
+static void test_counts(void)
+{
+    ts_report *rep = ts_report_new();
+    /* job 1 names n2 twice among its anomalies (a record written by hand, or a future writer) */
+    add(rep, "toposcope_record: 1\njob: \"1\"\ntime: 100\nlinks:\n"
+             "  - {link: n1, kind: access, est_us: 2.0, lo_us: 1.9, hi_us: 2.1}\n"
+             "  - {link: n2, kind: access, est_us: 9.0, lo_us: 8.9, hi_us: 9.1}\n"
+             "  - {link: n3, kind: access, est_us: 2.0, lo_us: 1.9, hi_us: 2.1}\n"
+             "  - {link: n4, kind: access, est_us: 2.0, lo_us: 1.9, hi_us: 2.1}\n"
+             "anomalies:\n"
+             "  - {link: n2, kind: access, reason: slow, excess_pct: 350, excess_us: 7, score: 40}\n"
+             "  - {link: n2, kind: access, reason: slow, excess_pct: 350, excess_us: 7, score: 40}\n");
+    add(rep, "toposcope_record: 1\njob: \"2\"\ntime: 50\nlinks:\n"
+             "  - {link: n1, kind: access, est_us: 2.2, lo_us: 2.1, hi_us: 2.3}\n"
+             "  - {link: n2, kind: access, est_us: 8.0, lo_us: 7.9, hi_us: 8.1}\n"
+             "anomalies:\n"
+             "  - {link: n2, kind: access, reason: slow, excess_pct: 300, excess_us: 6, score: 30}\n"
+             "  - {link: n5, kind: access, reason: unreachable, score: 1000}\n");
+    add(rep, "toposcope_record: 1\njob: \"3\"\ntime: 70\nlinks:\n"
+             "  - {link: n1, kind: access, est_us: 2.1, lo_us: 2.0, hi_us: 2.2}\n"
+             "anomalies: []\n");
+    const ts_suspect *s;
+    int n;
+    ts_error err = {{0}};
+    int rc = ts_report_suspects(rep, &s, &n, &err);
+    ok(rc == TS_OK && n == 2, "two links flagged (%d)", n);
+    const ts_suspect *n2 = find(s, n, "n2"), *n5 = find(s, n, "n5");
+    ok(n2 && n2->flagged == 2 && n2->seen == 2, "n2: flagged by 2 jobs of the 2 that saw it, job 1 once (%d/%d)",
+       n2 ? n2->flagged : -1, n2 ? n2->seen : -1);
+    ok(n2 && n2->njobs == 2 && !strcmp(n2->jobs[0], "1") && !strcmp(n2->jobs[1], "2"), "n2 lists jobs 1 and 2");
+    ok(n2 && n2->first_seen == 50 && n2->last_seen == 100, "n2 first and last flagged at 50 and 100");
+    ok(n2 && fabs(n2->median_excess_pct - 325) < 1e-9, "n2's median excess over its two jobs is 325%%");
+    ok(n2 && n2->max_score == 40, "n2's worst score 40");
+    /* weights: job 1 flagged 2 of 4 entries, job 2 flagged 2 of 2 */
+    ok(n2 && fabs(n2->evidence - 0.5) < 1e-9, "n2's evidence 0.5 (%g)", n2 ? n2->evidence : NAN);
+    ok(n5 && n5->unreachable == 1 && n5->flagged == 1 && isnan(n5->median_excess_pct), "n5 silent once, no excess");
+    ok(s[0].evidence >= s[n - 1].evidence, "most evidence first");
+    ok(ts_report_records(rep) == 3, "three records");
+
+    ts_baseline b;
+    ok(ts_report_baseline(rep, &b, &err) == TS_OK, "baseline");
+    const ts_baseline_link *l1 = ts_baseline_find(&b, "n1");
+    ok(l1 && l1->count == 3 && fabs(l1->median_us - 2.1) < 1e-9, "n1 learned from all 3 jobs, median 2.1");
+    ok(!ts_baseline_find(&b, "n2"), "n2 was flagged wherever it was measured: not in the baseline");
+    ok(ts_baseline_find(&b, "n3") && ts_baseline_find(&b, "n4"), "n3 and n4 learned");
+    ts_baseline_free(&b);
+
+    ts_record r;
+    const char *late = "toposcope_record: 1\njob: \"4\"\ntime: 1\nlinks: []\nanomalies: []\n";
+    ts_record_parse(&r, late, strlen(late), "late.yaml", &err);
+    ok(ts_report_add(rep, &r, &err) != TS_OK && strstr(err.text, "after the suspects were ranked"),
+       "a record after the ranking is refused: %s", err.text);
+    ts_record_free(&r);
+    ts_report_free(rep);
+}
+
+/* Many distinct links in one record: each one entry, found in one probe. */
+static void test_many_links(void)
+{
+    enum { N = 20000 };
+    size_t cap = (size_t)N * 160 + 256, o = 0;
+    char *text = malloc(cap);
+    o += (size_t)snprintf(text + o, cap - o, "toposcope_record: 1\njob: \"7\"\ntime: 1\nlinks:\n");
+    for (int i = 0; i < N; i++)
+        o += (size_t)snprintf(text + o, cap - o, "  - {link: \"{l%d}\", kind: uplink, est_us: 1.0}\n", i);
+    o += (size_t)snprintf(text + o, cap - o, "anomalies:\n");
+    for (int i = 0; i < N; i += 2)
+        o += (size_t)snprintf(text + o, cap - o, "  - {link: \"{l%d}\", kind: uplink, reason: slow, score: 9}\n", i);
+    ts_report *rep = ts_report_new();
+    add(rep, text);
+    const ts_suspect *s;
+    int n;
+    ts_error err = {{0}};
+    ts_report_suspects(rep, &s, &n, &err);
+    ok(n == N / 2, "every second link of %d flagged: %d suspects", N, n);
+    int seen_once = 1;
+    for (int i = 0; i < n; i++)
+        seen_once &= s[i].seen == 1 && s[i].flagged == 1;
+    ok(seen_once, "each seen and flagged once");
+    ts_baseline b;
+    ts_report_baseline(rep, &b, &err);
+    ok(b.n == N / 2 && ts_baseline_find(&b, "{l1}") && !ts_baseline_find(&b, "{l0}"),
+       "the unflagged half is the baseline (%d)", b.n);
+    ts_baseline_free(&b);
+    ts_report_free(rep);
+    free(text);
+}
+
+int main(void)
+{
+    test_counts();
+    test_many_links();
+    return done_testing();
+}
