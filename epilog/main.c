@@ -199,8 +199,10 @@ static int parse_options(int argc, char **argv, epilog_config *c)
     static char host[256];
     if (!c->self && gethostname(host, sizeof host - 1) == 0)
         c->self = host;
-    if (!c->job || !*c->job || strspn(c->job, "0123456789_.") != strlen(c->job) || strlen(c->job) > 64) {
-        fail_msg("--job (or SLURM_JOB_ID) wants a job id (digits, '_', '.'), not '%s'", c->job ? c->job : "");
+    /* the job id names the spool directory and the record: never ".", "..", nor a path */
+    if (!ts_spool_job_ok(c->job)) {
+        fail_msg("--job (or SLURM_JOB_ID) wants a job id (a digit first, then digits, '_' and '.'; "
+                 "fewer than 32 bytes), not '%s'", c->job ? c->job : "");
         return 2;
     }
     if (!c->nodes || !*c->nodes) {

@@ -195,6 +195,14 @@ ok $? "--no-actions records but runs no scontrol"
 # bad input
 "$epilog" --nodes x --self x 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q -- "--job" "$tmp/err"; ok $? "no job id: exit 2 naming --job"
+# the job id names the spool directory removed and the record written: never a path
+mkdir -p "$tmp/jobdot/spool" "$tmp/jobdot/rec"
+for bad in . .. ../rec ._1 1/2; do
+    "$epilog" --job "$bad" --nodes x --self x --spool "$tmp/jobdot/spool" --records "$tmp/jobdot/rec" 2> "$tmp/err"; rc=$?
+    [ $rc -eq 2 ] && grep -q -- "--job .*wants a job id (a digit first" "$tmp/err" && [ -d "$tmp/jobdot/spool" ] &&
+      [ -z "$(ls -A "$tmp/jobdot/rec")" ]
+    ok $? "--job '$bad' is refused (exit $rc), nothing removed or written"
+done
 "$bin" report --records "$tmp/nope" 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "$tmp/nope" "$tmp/err"; ok $? "a missing records directory: exit 2 naming it"
 "$bin" report --records "$tmp/rec" --since 7x 2> "$tmp/err"; [ $? -eq 2 ]; ok $? "--since 7x is refused"

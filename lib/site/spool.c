@@ -36,8 +36,7 @@ int ts_spool_parent(const char *spool, const char *node, char *out, size_t max, 
     return TS_OK;
 }
 
-/* A job id as Slurm prints it ("123", "123_4" for an array task): never "..", never a path. */
-static int job_name_ok(const char *job)
+int ts_spool_job_ok(const char *job)
 {
     return job && job[0] >= '0' && job[0] <= '9' && strlen(job) < 32 &&
            strspn(job, "0123456789_.") == strlen(job);
@@ -120,8 +119,9 @@ static int make_parents(const char *path)
 
 int ts_spool_open(const char *parent, const char *job, uid_t uid, gid_t gid, ts_error *err)
 {
-    if (!job_name_ok(job))
-        return ts_fail(err, TS_EINPUT, "job id '%s': wanted digits, '_' and '.'", job ? job : "");
+    if (!ts_spool_job_ok(job))
+        return ts_fail(err, TS_EINPUT, "job id '%s': wanted a digit first, then digits, '_' and '.'",
+                       job ? job : "");
     /* the parent: created if missing, but (below) never a symlink */
     if (make_parents(parent) != 0)
         return ts_fail(err, TS_ESYS, "cannot create spool directory %s: %s (set spool in "
@@ -251,8 +251,8 @@ int ts_spool_read(int dirfd, const char *name, size_t max, char **text, size_t *
 
 int ts_spool_remove(const char *parent, const char *job, ts_error *err)
 {
-    if (!job_name_ok(job))
-        return ts_fail(err, TS_EINPUT, "job id '%s': wanted digits, '_' and '.'", job ? job : "");
+    if (!ts_spool_job_ok(job))
+        return ts_fail(err, TS_EINPUT, "job id '%s': wanted a digit first, then digits, '_' and '.'", job ? job : "");
     int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (pfd < 0)
         return errno == ENOENT || errno == ENOTDIR ? TS_OK

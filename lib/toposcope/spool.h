@@ -26,6 +26,9 @@
 #define TS_STATUS_MAX_BYTES (4u << 20)
 #define TS_SPOOL_PATH_MAX 4096
 
+/* A job id as Slurm prints it ("123", "123_4" for an array task): a digit, then digits, '_' and
+ * '.', fewer than 32 bytes; never ".", "..", nor anything else that could name a path. */
+int ts_spool_job_ok(const char *job);
 /* SPOOL with every %n replaced by node, into out. TS_EINPUT when it does not fit in max. */
 int ts_spool_parent(const char *spool, const char *node, char *out, size_t max, ts_error *err);
 

@@ -91,6 +91,10 @@ static void test_directory(void)
         ok(ts_spool_open(parent, bad[i], JOB_UID, JOB_GID, &err) == TS_EINPUT &&
                ts_spool_remove(parent, bad[i], &err) == TS_EINPUT,
            "job '%s' is refused: %s", bad[i], err.text);
+    ok(ts_spool_job_ok("4242") && ts_spool_job_ok("43_2") && ts_spool_job_ok("43.1") &&
+           !ts_spool_job_ok("._1") && !ts_spool_job_ok("_1") && !ts_spool_job_ok(NULL) &&
+           !ts_spool_job_ok("1234567890123456789012345678901"  "2"),
+       "a job id starts with a digit and is shorter than 32 bytes");
     char deep[128];
     snprintf(deep, sizeof deep, "%s/a/b/%s", tmp, "node7");
     fd = ts_spool_open(deep, "44", JOB_UID, JOB_GID, &err);
