@@ -530,9 +530,18 @@ static int leader_record(const epilog_config *c)
     dopt.threshold_us = pol.anomaly_us;
     if (ts_anomaly_detect(&r.links, &base, &dopt, &r.anomalies, &err) != TS_OK)
         goto out;
-    for (int i = 0; i < st.nunreachable; i++)
-        if (ts_anomaly_add_unreachable(&r.anomalies, st.unreachable[i], &base, &err) != TS_OK)
-            goto out;
+    /* A node is unreachable only when the leader ran and it did not answer. A fallback status
+     * means the leader itself failed (rendezvous, its port, munged) and lists every node; a
+     * missing or unreadable status.yaml says nothing about any node. The record's status shows
+     * the measurement failed; no node is blamed for it. */
+    if (!strcmp(r.status, "measured") || !strcmp(r.status, "partial")) {
+        for (int i = 0; i < st.nunreachable; i++)
+            if (ts_anomaly_add_unreachable(&r.anomalies, st.unreachable[i], &base, &err) != TS_OK)
+                goto out;
+    } else if (st.present) {
+        syslog(LOG_NOTICE, "job=%s measurement status=%s (%s): no node recorded unreachable", c->job, r.status,
+               st.reason[0] ? st.reason : "no reason given");
+    }
     ts_anomaly_sort(&r.anomalies);
 
     char *text = NULL;

@@ -82,6 +82,23 @@ lines=$(grep -c "^toposcope\[[0-9]*\]: job=20[0-9] link=$leaf excess=+[0-9.]*%" 
 grep -q "job=210 link=$victim excess=unreachable" "$tmp/e1.log"; ok $? "the silent node is logged"
 [ ! -s "$tmp/scontrol.log" ]; ok $? "no scontrol without --admin-comment or a drain rule"
 
+# the leader itself failed (status fallback lists every node): the record keeps the status and
+# blames no node; a missing status.yaml blames none either
+spool_job 220 220
+{ printf 'job: 220\nstatus: fallback\nreason: "only 1 of 128 agents joined before the rendezvous ended"\n'
+  printf 'unreachable: ['; echo "$nodes" | sed 's/.*/"&"/' | paste -sd, | tr -d '\n'; printf ']\n'; } > "$tmp/spool/220/status.yaml"
+run_epilog 220 --baseline "$tmp/baseline.yaml" --policy "$policy" --topology "$tmp/ft8.conf" 2> "$tmp/e220.log"
+grep -q '^status: "fallback"' "$tmp/rec/job-220.yaml" && ! grep -q 'reason: unreachable' "$tmp/rec/job-220.yaml"
+ok $? "status fallback: recorded as fallback, no node unreachable"
+grep -q "job=220 measurement status=fallback (only 1 of 128 agents joined" "$tmp/e220.log" && ! grep -q "excess=unreachable" "$tmp/e220.log"
+ok $? "status fallback: logged with its reason, no unreachable line"
+spool_job 221 221
+rm "$tmp/spool/221/status.yaml"
+run_epilog 221 --baseline "$tmp/baseline.yaml" --policy "$policy" --topology "$tmp/ft8.conf" 2>/dev/null
+grep -q '^status: "missing"' "$tmp/rec/job-221.yaml" && ! grep -q 'reason: unreachable' "$tmp/rec/job-221.yaml"
+ok $? "no status.yaml: recorded as missing, no node unreachable"
+rm -f "$tmp/rec/job-220.yaml" "$tmp/rec/job-221.yaml"
+
 "$bin" report --records "$tmp/rec" --topology "$tmp/ft8.conf" > "$tmp/r1" 2> "$tmp/r1.err"; ok $? "report"
 first=$(awk '$1 == "1" {print $2}' "$tmp/r1")
 [ "$first" = "$leaf" ]; ok $? "report ranks the degraded uplink first ($first)"
