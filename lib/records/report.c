@@ -5,6 +5,7 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/report.h"
+#include "util/grow.h"
 #include "util/strpool.h"
 #include "util/unionfind.h"
 
@@ -182,14 +183,8 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
             return ts_fail(err, TS_ENOMEM, "out of memory");
     }
     for (int i = 0; i < rec->ngroups; i++) {
-        if (r->ngroups == r->gcap) {
-            int cap = r->gcap ? 2 * r->gcap : 64;
-            group *g = realloc(r->g, sizeof *g * (size_t)cap);
-            if (!g)
-                return ts_fail(err, TS_ENOMEM, "out of memory");
-            r->g = g;
-            r->gcap = cap;
-        }
+        if (ts_grow(&r->g, sizeof *r->g, &r->gcap, r->ngroups, 64))
+            return ts_fail(err, TS_ENOMEM, "out of memory");
         int j = ts_strpool_intern(r->jobs, rec->job);
         group *g = &r->g[r->ngroups];
         if (j < 0 || !(g->hosts = strdup(rec->leaf_groups[i])))

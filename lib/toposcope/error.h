@@ -22,6 +22,7 @@ enum {
     TS_ENOMEM = -3,   /* allocation failed */
     TS_ESYS = -4,     /* system call failed (errno in the message) */
     TS_ELIMIT = -5,   /* a bound was hit (size, count, time) */
+    TS_EEXIST = -6,   /* a file to be created exists (another writer took the name) */
 };
 
 #if defined(__GNUC__)

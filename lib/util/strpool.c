@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/grow.h"
 #include "util/strpool.h"
 
 #define CHUNK_BYTES (64u << 10)
@@ -131,23 +132,16 @@ int ts_strpool_intern_row(ts_strpool *p, const char *s, void *rows, size_t size,
     *fresh = k >= 0 && k == before;
     if (!*fresh)
         return k;
+    if (ts_grow(rows, size, cap, k, 64)) {
+        p->n--;                      /* forget s again: it has no row */
+        size_t h = hash(s) & (size_t)(p->slot_cap - 1);
+        while (p->slot[h] != k)
+            h = (h + 1) & (size_t)(p->slot_cap - 1);
+        p->slot[h] = -1;
+        return -1;
+    }
     char *table;
     memcpy(&table, rows, sizeof table);
-    if (k >= *cap) {
-        int n = *cap ? 2 * *cap : 64;
-        char *t = realloc(table, size * (size_t)n);
-        if (!t) {
-            p->n--;                  /* forget s again: it has no row */
-            size_t h = hash(s) & (size_t)(p->slot_cap - 1);
-            while (p->slot[h] != k)
-                h = (h + 1) & (size_t)(p->slot_cap - 1);
-            p->slot[h] = -1;
-            return -1;
-        }
-        table = t;
-        *cap = n;
-        memcpy(rows, &table, sizeof table);
-    }
     memset(table + size * (size_t)k, 0, size);
     return k;
 }
