@@ -15,6 +15,7 @@
 #include "toposcope/anomaly.h"
 #include "toposcope/emit.h"
 #include "toposcope/fabric.h"
+#include "toposcope/flagindex.h"
 #include "toposcope/record.h"
 #include "toposcope/report.h"
 #include "toposcope/topoconf.h"
@@ -42,6 +43,8 @@ static void report_usage(FILE *out)
             "  --update-baseline FILE write the per-link baseline the epilogs read (median, MAD of every\n"
             "                         record's unflagged estimates)\n"
             "  --write-topology FILE  write the leaf switches inferred from the records as topology.conf\n"
+            "  --rebuild-index        rebuild DIR/.index, the flag index the epilogs' drain check reads,\n"
+            "                         from every record read (merged with what epilogs add meanwhile)\n"
             "  -h, --help             this text\n"
             "\n"
             "Files in DIR that are not records (corrupt, truncated, foreign) are skipped with a warning\n"
@@ -50,6 +53,7 @@ static void report_usage(FILE *out)
 
 typedef struct report_options {
     const char *records, *topology, *format, *svg, *baseline_out, *topology_out;
+    int rebuild_index;
     double since_s;              /* 0: every record */
     int top;                     /* -1: the format's default */
 } report_options;
@@ -80,13 +84,14 @@ static int parse_age(const char *s, double *out)
 
 static int parse_options(int argc, char **argv, report_options *o)
 {
-    enum { O_RECORDS = 256, O_SINCE, O_TOPOLOGY, O_FORMAT, O_TOP, O_SVG, O_BASELINE, O_WRITE_TOPO };
+    enum { O_RECORDS = 256, O_SINCE, O_TOPOLOGY, O_FORMAT, O_TOP, O_SVG, O_BASELINE, O_WRITE_TOPO, O_REBUILD };
     static const struct option longopts[] = {
         {"records", required_argument, 0, O_RECORDS}, {"since", required_argument, 0, O_SINCE},
         {"topology", required_argument, 0, O_TOPOLOGY}, {"format", required_argument, 0, O_FORMAT},
         {"top", required_argument, 0, O_TOP}, {"svg", required_argument, 0, O_SVG},
         {"update-baseline", required_argument, 0, O_BASELINE},
-        {"write-topology", required_argument, 0, O_WRITE_TOPO}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"write-topology", required_argument, 0, O_WRITE_TOPO}, {"rebuild-index", no_argument, 0, O_REBUILD},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->format = "table";
@@ -101,6 +106,7 @@ static int parse_options(int argc, char **argv, report_options *o)
         case O_SVG: o->svg = optarg; break;
         case O_BASELINE: o->baseline_out = optarg; break;
         case O_WRITE_TOPO: o->topology_out = optarg; break;
+        case O_REBUILD: o->rebuild_index = 1; break;
         case O_FORMAT:
             if (strcmp(optarg, "table") && strcmp(optarg, "yaml") && strcmp(optarg, "json")) {
                 cli_error("report", "--format wants table, yaml or json, not '%s'", optarg);
@@ -140,13 +146,16 @@ static int parse_options(int argc, char **argv, report_options *o)
     return CLI_OK;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* by name, after the type character in front of it */
+static int cmp_name(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
 }
 
-/* Every record of the directory into the report; the others are named and skipped. */
-static int read_records(const report_options *o, ts_report *rep, int *skipped)
+/* Every record of the directory into the report (and its access-link flags into flags, when
+ * not NULL); the others are named and skipped. *complete: every file of the directory was read. */
+static int read_records(const report_options *o, ts_report *rep, ts_flag_index *flags, int *skipped,
+                        int *complete)
 {
     DIR *d = opendir(o->records);
     if (!d) {
@@ -156,32 +165,50 @@ static int read_records(const report_options *o, ts_report *rep, int *skipped)
     char **names = NULL;
     int n = 0, cap = 0, rc = CLI_OK;
     struct dirent *de;
-    while ((de = readdir(d)) && n < MAX_RECORD_FILES) {
-        /* dot files: the epilogs' temporary files and drain marks */
+    *complete = 1;
+    while ((de = readdir(d))) {
+        /* dot files: the epilogs' temporary files and their flag index (.index) */
         if (de->d_name[0] == '.')
             continue;
+        if (n == MAX_RECORD_FILES) {
+            cli_error("report", "warning: %s holds more than %d files: the rest are not read", o->records,
+                      MAX_RECORD_FILES);
+            *complete = 0;
+            break;
+        }
         if (n == cap) {
             cap = cap ? 2 * cap : 256;
             char **t = realloc(names, sizeof *t * (size_t)cap);
-            if (!t)
+            if (!t) {
+                rc = CLI_FAIL;
                 break;
+            }
             names = t;
         }
-        if (!(names[n] = strdup(de->d_name)))
+        /* the entry's type rides in front of its name: a stat per record saved where the
+         * filesystem tells it (DT_UNKNOWN: ask lstat below) */
+        size_t L = strlen(de->d_name);
+        if (!(names[n] = malloc(L + 2))) {
+            rc = CLI_FAIL;
             break;
+        }
+        names[n][0] = de->d_type == DT_REG ? 'r' : de->d_type == DT_UNKNOWN ? '?' : 'x';
+        memcpy(names[n] + 1, de->d_name, L + 1);
         n++;
     }
     closedir(d);
+    if (rc != CLI_OK)
+        cli_error("report", "out of memory listing %s", o->records);
     if (n > 1)
-        qsort(names, (size_t)n, sizeof *names, cmp_str);
+        qsort(names, (size_t)n, sizeof *names, cmp_name);
     int64_t now = (int64_t)time(NULL);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && rc == CLI_OK; i++) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", o->records, names[i]);
+        snprintf(path, sizeof path, "%s/%s", o->records, names[i] + 1);
         struct stat st;
         ts_record r;
         ts_error err;
-        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (names[i][0] == 'x' || (names[i][0] == '?' && (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)))) {
             cli_error("report", "warning: skipping %s: not a regular file", path);
             (*skipped)++;
             continue;
@@ -191,13 +218,12 @@ static int read_records(const report_options *o, ts_report *rep, int *skipped)
             (*skipped)++;
             continue;
         }
-        if (!(o->since_s > 0 && (double)(now - r.time) > o->since_s) && ts_report_add(rep, &r, &err) != TS_OK) {
+        if ((!(o->since_s > 0 && (double)(now - r.time) > o->since_s) && ts_report_add(rep, &r, &err) != TS_OK) ||
+            (flags && ts_flag_index_add_record(flags, &r, NULL, &err) != TS_OK)) {
             cli_error("report", "%s", err.text);
             rc = CLI_FAIL;
         }
         ts_record_free(&r);
-        if (rc != CLI_OK)
-            break;
     }
     for (int i = 0; i < n; i++)
         free(names[i]);
@@ -413,6 +439,31 @@ done:
     return rc;
 }
 
+/* The rebuilt flags over whatever the index holds now: epilogs may have added to it meanwhile. */
+static int merge_rebuilt(ts_flag_index *x, const ts_flag_found *found, void *arg, ts_error *err)
+{
+    if (found->corrupt)
+        cli_error("report", "warning: replacing a flag index that does not parse: %s", found->why);
+    return ts_flag_index_merge(x, arg, err);
+}
+
+static int rebuild_index(const report_options *o, ts_flag_index *rebuilt)
+{
+    ts_flag_update u = { .records = o->records, .now = (int64_t)time(NULL), .deadline = ts_flag_clock() + 60,
+                         .prepare = merge_rebuilt, .arg = rebuilt };
+    ts_flag_index *x = NULL;
+    ts_flag_found found;
+    ts_error err;
+    int rc = ts_flag_index_update(&u, &x, &found, &err);
+    if (rc == TS_OK)
+        cli_error("report", "flag index %s/%s rebuilt from the records: %d flag%s of the last %lld h", o->records,
+                  TS_FLAGS_DIR, ts_flag_index_size(x), ts_flag_index_size(x) == 1 ? "" : "s", TS_FLAGS_KEEP_S / 3600);
+    else
+        cli_error("report", "%s", err.text);
+    ts_flag_index_free(x);
+    return rc == TS_OK ? CLI_OK : CLI_FAIL;
+}
+
 /* Write path aside and rename it over the old one, so a reader (an epilog) never sees half. */
 static int write_aside(const char *path, int (*fn)(const void *, FILE *), const void *arg)
 {
@@ -455,6 +506,7 @@ int cmd_report(int argc, char **argv)
     ts_fabric admin, inferred;
     int have_admin = 0, have_inferred = 0, skipped = 0, nmm = 0, status = CLI_FAIL;
     ts_mismatch *mm = NULL;
+    ts_flag_index *flags = NULL;
     ts_fabric_init(&admin);
     ts_fabric_init(&inferred);
     ts_report *rep = ts_report_new();
@@ -470,7 +522,17 @@ int cmd_report(int argc, char **argv)
         }
         have_admin = 1;
     }
-    if ((status = read_records(&o, rep, &skipped)) != CLI_OK)
+    if (o.rebuild_index && !(flags = ts_flag_index_new())) {
+        cli_error("report", "out of memory");
+        goto out;
+    }
+    int complete;
+    if ((status = read_records(&o, rep, flags, &skipped, &complete)) != CLI_OK)
+        goto out;
+    /* every record read: nothing written before the rebuild is missing from it */
+    if (flags && complete)
+        ts_flag_index_set_since(flags, 0);
+    if (flags && (status = rebuild_index(&o, flags)) != CLI_OK)
         goto out;
     status = CLI_FAIL;
     if (o.baseline_out) {
@@ -512,6 +574,7 @@ int cmd_report(int argc, char **argv)
     status = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 out:
     free(mm);
+    ts_flag_index_free(flags);
     if (have_inferred)
         ts_fabric_free(&inferred);
     ts_fabric_free(&admin);
