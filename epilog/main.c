@@ -4,10 +4,10 @@
  * reads what the prolog left in SPOOL/JOB (status.yaml, tree.yaml, links.yaml), compares every
  * link with the baseline, writes one record into the records directory (a temporary file,
  * fsync, then link(2) under its final name, which never replaces another record: concurrent
- * epilogs on a shared filesystem need no lock), logs one syslog line per anomaly and applies
- * the policy's actions. Every node then removes its own spool directory, the leader only after
- * its record is safe. Bounded by its own budget; a failure never fails the node. */
-#include <dirent.h>
+ * epilogs on a shared filesystem need no lock), logs one syslog line per anomaly, adds its
+ * flagged access links to the flag index beside the records and applies the policy's actions
+ * (actions.c). Every node then removes its own spool directory, the leader only after its
+ * record is safe. Bounded by its own budget; a failure never fails the node. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,33 +20,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <sys/time.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include "epilog.h"
 #include "toposcope/anomaly.h"
+#include "toposcope/flagindex.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/policy.h"
 #include "toposcope/record.h"
 #include "toposcope/treeyaml.h"
 #include "toposcope/spool.h"
+#include "toposcope/textout.h"
 #include "toposcope/topoconf.h"
 
-#define STATUS_MAX_BYTES (1u << 20)
 #define DEFAULT_BUDGET_MS 5000
 #define DRAIN_PER_HOUR_DEFAULT 1
 
-typedef struct epilog_config {
-    const char *job, *nodes, *self, *user, *uid;
-    char spool[PATH_MAX];
-    const char *records, *baseline, *policy, *topology, *scontrol;
-    double budget_ms;
-    int admin_comment;            /* append a summary to the job's AdminComment */
-    int actions;                  /* 0: --no-actions, record and syslog only */
-    int log_stderr;               /* syslog lines also on stderr (LOG_PERROR) */
-    int drain_per_hour;
-    int64_t now;                  /* --time: the record's time (tests), else time(2) */
-} epilog_config;
 
 static void usage(FILE *out)
 {
@@ -83,8 +74,7 @@ static void usage(FILE *out)
             "2 bad options or input files.\n");
 }
 
-static void fail_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail_msg(const char *fmt, ...)
+void fail_msg(const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "toposcope-epilog: ");
@@ -92,6 +82,11 @@ static void fail_msg(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+double epilog_deadline(const epilog_config *c, double share)
+{
+    return c->t0 + share * c->budget_ms / 1000.0;
 }
 
 static void on_alarm(int sig)
@@ -245,9 +240,22 @@ static void read_status(const epilog_config *c, ts_record *r, ts_status *st)
 
 /* ---- the record file ---- */
 
-/* Write the record as RECORDS/job-JOB.yaml (job-JOB.N.yaml when a requeued job already has one):
- * a private temporary file, fsync, link(2) to the final name (fails rather than replace), unlink
- * the temporary, fsync the directory. Returns 0 and the final name. */
+/* job-JOB.yaml, then job-JOB.1.yaml, ... for a requeued job's next records. */
+static int record_name(int i, void *arg, char *out, size_t max)
+{
+    const char *job = arg;
+    if (i >= 1000)
+        return -1;
+    if (i == 0)
+        snprintf(out, max, "job-%s.yaml", job);
+    else
+        snprintf(out, max, "job-%s.%d.yaml", job, i);
+    return 0;
+}
+
+/* Write the record as RECORDS/job-JOB.yaml (job-JOB.N.yaml when a requeued job already has one)
+ * through ts_publish_file_at: a private temporary file (.tmp-JOB-...), fsync, link(2) to the
+ * final name, which never replaces another record. Returns 0 and the final name. */
 static int record_publish(const epilog_config *c, const char *data, size_t len, char *final, size_t max)
 {
     int dfd = open(c->records, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -255,186 +263,15 @@ static int record_publish(const epilog_config *c, const char *data, size_t len, 
         fail_msg("records directory %s: %s", c->records, strerror(errno));
         return -1;
     }
-    char tmp[128];
-    snprintf(tmp, sizeof tmp, ".tmp-%s-%ld-%lx", c->job, (long)getpid(), (unsigned long)random());
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-    if (fd < 0) {
-        fail_msg("%s/%s: %s", c->records, tmp, strerror(errno));
-        close(dfd);
-        return -1;
-    }
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    int ok = off == len && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    int rc = -1;
-    if (ok) {
-        for (int i = 0; i < 1000; i++) {
-            if (i == 0)
-                snprintf(final, max, "job-%s.yaml", c->job);
-            else
-                snprintf(final, max, "job-%s.%d.yaml", c->job, i);
-            if (linkat(dfd, tmp, dfd, final, 0) == 0) {
-                rc = 0;
-                break;
-            }
-            if (errno != EEXIST)
-                break;
-        }
-    }
-    if (rc != 0)
-        fail_msg("cannot write a record into %s: %s", c->records, strerror(errno));
-    unlinkat(dfd, tmp, 0);
-    if (rc == 0 && fsync(dfd) != 0)
-        rc = -1;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, ".tmp-%s-", c->job);
+    ts_error err;
+    int rc = ts_publish_file_at(dfd, c->records, prefix, data, len, 0640, record_name, (void *)c->job, final, max,
+                                &err);
     close(dfd);
-    return rc;
-}
-
-/* ---- actions ---- */
-
-static int run_scontrol(const epilog_config *c, char *const args[])
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-        }
-        execvp(c->scontrol, args);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-/* The job's AdminComment gets a short summary (scontrol replaces the comment, so what Slurm
- * already has is not kept: Slurm gives the epilog no cheap way to read it back). */
-static void admin_comment(const epilog_config *c, const ts_anomaly_list *l)
-{
-    char text[1024];
-    int o = snprintf(text, sizeof text, "AdminComment=toposcope: %d slow link%s:", l->n, l->n == 1 ? "" : "s");
-    for (int i = 0; i < l->n && i < 5 && o > 0 && (size_t)o < sizeof text; i++)
-        o += snprintf(text + o, sizeof text - (size_t)o, " %.100s%s", l->a[i].id, i + 1 < l->n && i < 4 ? "," : "");
-    char jobarg[96];
-    snprintf(jobarg, sizeof jobarg, "JobId=%s", c->job);
-    char *args[] = { (char *)c->scontrol, "update", jobarg, text, NULL };
-    if (run_scontrol(c, args) != 0)
-        syslog(LOG_WARNING, "job=%s admin_comment failed (%s)", c->job, c->scontrol);
-}
-
-/* Distinct jobs whose records flag link `id` within the last `hours` (this job's included, it is
- * already published). */
-static int jobs_flagging(const epilog_config *c, const char *id, double hours)
-{
-    DIR *d = opendir(c->records);
-    if (!d)
-        return 0;
-    char **jobs = NULL;
-    int n = 0, scanned = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && scanned < 100000) {
-        size_t L = strlen(de->d_name);
-        if (strncmp(de->d_name, "job-", 4) || L < 9 || strcmp(de->d_name + L - 5, ".yaml"))
-            continue;
-        scanned++;
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", c->records, de->d_name);
-        ts_record r;
-        ts_error err;
-        if (ts_record_load(&r, path, &err) != TS_OK)
-            continue;
-        if ((double)(c->now - r.time) <= hours * 3600 && r.time <= c->now + 60) {
-            int hit = 0, dup = 0;
-            for (int i = 0; i < r.anomalies.n; i++)
-                hit |= !strcmp(r.anomalies.a[i].id, id);
-            for (int i = 0; i < n; i++)
-                dup |= !strcmp(jobs[i], r.job);
-            char **t = hit && !dup ? realloc(jobs, sizeof(char *) * (size_t)(n + 1)) : NULL;
-            if (t) {
-                jobs = t;
-                if ((jobs[n] = strdup(r.job)))
-                    n++;
-            }
-        }
-        ts_record_free(&r);
-    }
-    closedir(d);
-    for (int i = 0; i < n; i++)
-        free(jobs[i]);
-    free(jobs);
-    return n;
-}
-
-/* Rate limit: each drain leaves RECORDS/.drain-NODE-TIME (created exclusively, no lock shared);
- * a drain is allowed while fewer than drain_per_hour such marks are younger than an hour, and
- * never twice for one node within the policy's window. */
-static int drain_allowed(const epilog_config *c, const char *node, double hours)
-{
-    DIR *d = opendir(c->records);
-    if (!d)
-        return 0;
-    int recent = 0, same = 0;
-    struct dirent *de;
-    size_t nl = strlen(node);
-    while ((de = readdir(d))) {
-        if (strncmp(de->d_name, ".drain-", 7))
-            continue;
-        const char *dash = strrchr(de->d_name, '-');
-        long long t = dash ? atoll(dash + 1) : 0;
-        if (c->now - t < 3600)
-            recent++;
-        if ((size_t)(dash - de->d_name) == 7 + nl && !strncmp(de->d_name + 7, node, nl) &&
-            (double)(c->now - t) < hours * 3600)
-            same++;
-    }
-    closedir(d);
-    return !same && recent < c->drain_per_hour;
-}
-
-static void maybe_drain(const epilog_config *c, const ts_policy *pol, const ts_anomaly_list *l)
-{
-    for (int i = 0; i < l->n; i++) {
-        const ts_anomaly *a = &l->a[i];
-        /* a node is drained for its own access link only: an uplink's nodes did nothing wrong */
-        if (!a->access)
-            continue;
-        int k = jobs_flagging(c, a->id, pol->drain_hours);
-        if (k < pol->drain_jobs || k < 2)
-            continue;
-        if (!drain_allowed(c, a->id, pol->drain_hours)) {
-            syslog(LOG_WARNING, "job=%s link=%s flagged by %d jobs in %g h: drain held back by the rate limit",
-                   c->job, a->id, k, pol->drain_hours);
-            continue;
-        }
-        char mark[PATH_MAX];
-        snprintf(mark, sizeof mark, "%s/.drain-%s-%lld", c->records, a->id, (long long)c->now);
-        int fd = open(mark, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-        if (fd < 0)
-            continue;                    /* another epilog took this drain */
-        close(fd);
-        char nodearg[16 + TS_LINK_ID_MAX], reason[200 + TS_LINK_ID_MAX + TS_RECORD_TEXT_MAX];
-        snprintf(nodearg, sizeof nodearg, "NodeName=%s", a->id);
-        snprintf(reason, sizeof reason, "Reason=toposcope: access link slow in %d jobs within %g h (last: job %s, +%.0f%%)",
-                 k, pol->drain_hours, c->job, a->excess_pct);
-        char *args[] = { (char *)c->scontrol, "update", nodearg, "State=DRAIN", reason, NULL };
-        int rc = run_scontrol(c, args);
-        syslog(rc == 0 ? LOG_WARNING : LOG_ERR, "job=%s link=%s %s: flagged by %d jobs within %g h",
-               c->job, a->id, rc == 0 ? "node drained" : "drain failed", k, pol->drain_hours);
-    }
+    if (rc != TS_OK)
+        fail_msg("cannot write a record into %s: %s", c->records, err.text);
+    return rc == TS_OK ? 0 : -1;
 }
 
 /* ---- the leader's work ---- */
@@ -572,12 +409,8 @@ static int leader_record(const epilog_config *c)
                    "score=%.1f record=%s", c->job, a->id, a->excess_pct, a->excess_us, a->expected_us,
                    a->observed_us, a->score, final);
     }
-    if (c->actions && r.anomalies.n) {
-        if (c->admin_comment)
-            admin_comment(c, &r.anomalies);
-        if (pol.drain)
-            maybe_drain(c, &pol, &r.anomalies);
-    }
+    /* the record is safe: the flag index, the AdminComment and drains can only add to it */
+    epilog_after_record(c, &pol, &r);
     status = 0;
 out:
     ts_status_free(&st);
@@ -591,12 +424,16 @@ out:
 int main(int argc, char **argv)
 {
     epilog_config c;
+    double t0 = ts_flag_clock();
     int rc = parse_options(argc, argv, &c);
     if (rc)
         return rc;
+    c.t0 = t0;
+    /* the hard stop, to the millisecond; the steps keep within shares of it on their own */
     signal(SIGALRM, on_alarm);
-    alarm((unsigned)ceil(c.budget_ms / 1000.0));
-    srandom((unsigned)(getpid() ^ (unsigned)time(NULL)));
+    struct itimerval budget = { { 0, 0 }, { (time_t)(c.budget_ms / 1000),
+                                            (suseconds_t)fmod(c.budget_ms, 1000.0) * 1000 } };
+    setitimer(ITIMER_REAL, &budget, NULL);
     openlog("toposcope", LOG_PID | (c.log_stderr ? LOG_PERROR : 0), LOG_DAEMON);
 
     ts_hostlist hl;

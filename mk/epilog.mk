@@ -8,10 +8,10 @@ EPILOG_BIN := $(BUILD)/bin/toposcope-epilog
 all: $(EPILOG_BIN)
 epilog: $(EPILOG_BIN)
 
-$(BUILD)/obj/epilog/%.o: epilog/%.c $(HEADERS)
+$(BUILD)/obj/epilog/%.o: epilog/%.c epilog/epilog.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(EPILOG_BIN): $(BUILD)/obj/epilog/main.o $(LIB_A)
+$(EPILOG_BIN): $(BUILD)/obj/epilog/main.o $(BUILD)/obj/epilog/actions.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIB_A) $(LDLIBS)

@@ -48,8 +48,36 @@ done
 python3 -c "import json; d=json.load(open('$tmp/r.json')); assert d['records']==$want and d['skipped']==0, d" 2>&1
 ok $? "the report parses all $want records, skips none"
 [ ! -s "$tmp/r.err" ]; ok $? "no warning"
-[ "$(ls -A "$tmp/rec" | grep -c '^\.')" -eq 0 ]; ok $? "no temporary file left"
+[ "$(ls -A "$tmp/rec" | grep -c '^\.')" -eq 0 ]; ok $? "no temporary file left, no flag index (nothing flagged)"
 users=$(grep -h '^user:' "$tmp/rec"/job-77*.yaml | sort -u | wc -l)
 [ "$users" -eq "$writers" ]; ok $? "each job-77 record is its own writer's ($users distinct)"
+
+# the same writers at once, each job naming a node of its writer's as not answering: every
+# job's flag reaches the flag index, which they all publish into without a lock
+flagged=${FLAGGED_PER_WRITER:-15}
+flag_writer() {
+    local w=$1 i job
+    for i in $(seq 1 "$flagged"); do
+        job=$(( 900000 + w * 1000 + i ))
+        mkdir -p "$tmp/spool$w/$job"
+        cp "$tmp/sim/tree.yaml" "$tmp/sim/links.yaml" "$tmp/spool$w/$job/"
+        printf 'status: measured\nunreachable: ["silent%02d"]\n' $w > "$tmp/spool$w/$job/status.yaml"
+        "$epilog" --job $job --nodes 'n[0001-0016]' --self n0001 --spool "$tmp/spool$w" \
+            --records "$tmp/rec" --no-actions 2> "$tmp/f$w-$i.err" || echo "writer $w job $job failed"
+        grep -v "excess=unreachable" "$tmp/f$w-$i.err"
+    done
+}
+for w in $(seq 1 "$writers"); do flag_writer $w > "$tmp/fw$w.log" 2>&1 & done
+wait
+! grep -h . "$tmp"/fw*.log | head -5 | grep . ; ok $? "no flagged epilog failed or complained"
+gen=$(ls "$tmp/rec/.index" | grep '^flags\.' | sort -t. -k2 -n | tail -1)
+short=0
+for w in $(seq 1 "$writers"); do
+    n=$(grep -c "^flag silent$(printf %02d $w) " "$tmp/rec/.index/$gen")
+    [ "$n" -eq "$flagged" ] || { short=$((short+1)); echo "silent$(printf %02d $w): $n of $flagged flags"; }
+done > "$tmp/short"
+[ $short -eq 0 ]; ok $? "$writers writers x $flagged flagged jobs: every flag in the index ($gen)"
+diag < "$tmp/short"
+[ "$(ls -A "$tmp/rec" "$tmp/rec/.index" | grep -c '^\.tmp-')" -eq 0 ]; ok $? "no temporary file left beside the index"
 
 tap_end

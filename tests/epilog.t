@@ -24,9 +24,16 @@ leaf=$(awk -F'"' '/kind: switch/ && /leaf/ {print $2}' "$tmp/probe/truth.yaml" |
 victim=$(echo "$nodes" | sed -n 77p)      # silent in one job
 slow=$(echo "$nodes" | sed -n 33p)        # slow in the drain jobs
 mkdir -p "$tmp/rec" "$tmp/spool"
+# a stand-in scontrol: logs its arguments; `show node N` prints the reason in $tmp/reason-N, if any
 cat > "$tmp/scontrol" <<EOS
 #!/bin/sh
 echo "\$*" >> "$tmp/scontrol.log"
+if [ "\$1" = show ] && [ "\$2" = node ]; then
+    echo "NodeName=\$3 Arch=x86_64 CoresPerSocket=1"
+    echo "   State=IDLE ThreadsPerCore=1"
+    [ -f "$tmp/reason-\$3" ] && echo "   Reason=\$(cat "$tmp/reason-\$3") [root@2026-11-20T10:00:00]"
+fi
+exit 0
 EOS
 chmod +x "$tmp/scontrol"
 
@@ -208,6 +215,57 @@ spool_job 405 405 --inject "degrade:$slow:+30%"
 run_epilog 405 --baseline "$tmp/baseline.yaml" --policy "$tmp/drain.yaml" --no-actions 2>/dev/null
 [ "$(wc -l < "$tmp/scontrol.log")" -eq "$before" ] && grep -q "link: \"$slow\"" "$tmp/rec/job-405.yaml"
 ok $? "--no-actions records but runs no scontrol"
+
+# the drain check reads the flag index beside the records, which the flagged jobs wrote
+gen=$(ls "$tmp/rec/.index" | grep '^flags\.' | sort -t. -k2 -n | tail -1)
+[ -n "$gen" ] && [ "$(grep -c "^flag $slow [0-9]* 40[1-5] slow\$" "$tmp/rec/.index/$gen")" -eq 5 ]
+ok $? "the flag index ($gen) holds the 5 jobs that flagged $slow"
+
+# drain reasons say what was seen; a node with another tool's reason is left alone; one job's
+# evidence never drains, whatever the policy says
+printf 'placement:\n  kind: measure-only\ndrain:\n  jobs: 1\n  hours: 24\n' > "$tmp/drain1.yaml"
+silent=$(echo "$nodes" | sed -n 90p) nhc=$(echo "$nodes" | sed -n 91p)
+echo "NHC: check_fs_mount: /scratch not mounted" > "$tmp/reason-$nhc"
+silent_job() {   # JOB NODE...: a measured job whose status names NODEs as not answering
+    local job=$1; shift
+    spool_job $job 1
+    printf 'job: %s\nstatus: measured\nunreachable: [%s]\n' $job "$(printf '"%s",' "$@" | sed 's/,$//')" > "$tmp/spool/$job/status.yaml"
+    run_epilog $job --policy "$tmp/drain1.yaml" --drain-per-hour 100 2>> "$tmp/e6.log"
+}
+: > "$tmp/scontrol.log"
+silent_job 601 "$silent" "$nhc"
+! grep -q "State=DRAIN" "$tmp/scontrol.log"; ok $? "drain jobs: 1 still wants a second job"
+silent_job 602 "$silent" "$nhc"
+grep -q "^update NodeName=$silent State=DRAIN Reason=toposcope: node did not answer in 2 jobs within 24 h (last: job 602)\$" "$tmp/scontrol.log"
+ok $? "a node silent in 2 jobs is drained saying so"
+grep -q "^show node $nhc\$" "$tmp/scontrol.log" && ! grep -q "NodeName=$nhc State=DRAIN" "$tmp/scontrol.log" &&
+  grep -q "job=602 link=$nhc flagged by 2 jobs in 24 h: not drained, the node already has a reason: NHC: check_fs_mount: /scratch not mounted\$" "$tmp/e6.log"
+ok $? "a node whose reason another tool set is asked about, logged and left alone"
+echo "toposcope: node did not answer in 2 jobs within 24 h (last: job 602)" > "$tmp/reason-$silent"
+
+# marks dated in the future (a clock far ahead) neither hold a drain back nor count
+ahead=$(echo "$nodes" | sed -n 92p) future=$(( $(date +%s) + 86400 ))
+touch "$tmp/rec/.index/drain-$ahead-$future" "$tmp/rec/.drain-$ahead-$future"
+: > "$tmp/scontrol.log"
+silent_job 603 "$ahead"; silent_job 604 "$ahead"
+grep -q "^update NodeName=$ahead State=DRAIN Reason=toposcope: node did not answer in 2 jobs" "$tmp/scontrol.log" &&
+  grep -q "ignoring $tmp/rec/.index/drain-$ahead-$future: dated [0-9]* s in the future" "$tmp/e6.log"
+ok $? "a future-dated drain mark is ignored, and said to be"
+
+# a corrupt index is rebuilt from the records, and the stale temporary files of a stopped
+# epilog go with the first rebuild (fresh ones stay: an epilog may be writing them)
+touch -d '2 hours ago' "$tmp/rec/.tmp-555-1-dead"; touch "$tmp/rec/.tmp-556-1-live"
+newest=$(ls "$tmp/rec/.index" | grep '^flags\.' | sort -t. -k2 -n | tail -1 | cut -d. -f2)
+printf 'toposcope_flags 1\nsince 0\nflag broken\n' > "$tmp/rec/.index/flags.$((newest + 1))"
+rm -f "$tmp/rec/.index/flags.$newest"
+silent_job 605 "$(echo "$nodes" | sed -n 93p)"
+grep -q "job=605 flag index unusable, rebuilt from the records: $tmp/rec/.index/flags.$((newest + 1)):3: a flag is" "$tmp/e6.log" &&
+  grep -q "job=605 flag index rebuilt from [0-9]* records\$" "$tmp/e6.log" &&
+  [ "$(grep -c "^flag $slow " "$tmp/rec/.index/flags.$((newest + 2))")" -eq 5 ]
+ok $? "a corrupt index is named, rebuilt from the records (flags.$((newest + 2)): $slow's 5 flags again)"
+[ ! -e "$tmp/rec/.tmp-555-1-dead" ] && [ -e "$tmp/rec/.tmp-556-1-live" ]
+ok $? "a stale temporary file is removed, a fresh one kept"
+rm -f "$tmp/rec/.tmp-556-1-live" "$tmp/rec/.drain-$ahead-$future"
 
 # bad input
 "$epilog" --nodes x --self x 2> "$tmp/err"; rc=$?
