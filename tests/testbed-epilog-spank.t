@@ -77,7 +77,9 @@ ok $? "after clear, a new job's record no longer names node3 (job $after)"
 anomalies "$after" | diag
 left=$(find "$D/spool" -mindepth 2 -maxdepth 2 2>/dev/null | wc -l)
 [ "$left" -eq 0 ]; ok $? "no job spool directory left on any node ($left)"
-[ "$(ls -A "$D/records" | grep -c '^\.')" -eq 0 ]; ok $? "no temporary file left in the records directory"
+# (.index, the flag index the flagged jobs keep beside the records, stays: it is no temporary file)
+[ "$(ls -A "$D/records" "$D/records/.index" 2>/dev/null | grep -c '^\.tmp-')" -eq 0 ]
+ok $? "no temporary file left in the records directory or its flag index"
 
 # ---- a user squats the agents' ports on the leader's node ----
 # As nobody on node1 (the first node of every job's hostlist, so every job's leader), a process
