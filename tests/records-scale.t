@@ -4,9 +4,11 @@
 # index; the epilog's drain check, on that index, decides within its 5 s budget and counts only
 # the jobs inside the policy's window; with the index gone, the epilog rebuilds what its budget
 # allows and still ends within it. A 9 MB record naming 140 000 distinct links is reported in
-# bounded time and memory. The bounds are far above what this takes on an idle machine (report
-# ~3 s, drain check ~0.05 s, rebuild ~2.5 s): they catch a return to reading every record per
-# anomaly (19 s for 500 records) or to memory per link id (2.6 GB), not a slow day.
+# bounded time and memory. The report's bound is on its CPU time (user + system), which other
+# tests running beside this one do not stretch; the epilog's is its own budget, in wall time,
+# which it keeps by itself. The bounds are far above what this takes (report ~3 s of CPU, drain
+# check ~0.1 s, rebuild ~2 s): they catch a return to reading every record per anomaly (19 s for
+# 500 records) or to memory per link id (2.6 GB), not a busy machine.
 set -u
 cd "$(dirname "$0")/.."
 build=${TOPOSCOPE_BUILD:-build}
@@ -22,6 +24,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 now=$(date +%s)
 ms() { date +%s%N | cut -c1-13; }
+# cpu_ms FILE: the user + system milliseconds bash's `time` wrote to FILE (TIMEFORMAT below)
+TIMEFORMAT='%3U %3S'
+cpu_ms() { awk '{ printf "%d", ($1 + $2) * 1000 }' "$1"; }
 
 # job-J.yaml for J = 1..RECORDS, 30 s apart and ending now, each on 4 of 1024 nodes with their
 # access links measured; one in 50 flags a node slow. "hot" did not answer in the 10th and 20th
@@ -52,14 +57,15 @@ PY
 [ "$(ls "$tmp/rec" | wc -l)" -eq "$records" ]; ok $? "$records records written ($(( $(ms) - start )) ms)"
 
 start=$(ms)
-"$bin" report --records "$tmp/rec" --rebuild-index --format json > "$tmp/r.json" 2> "$tmp/r.err"; rc=$?
-took=$(( $(ms) - start ))
-echo "# report --rebuild-index on $records records: $took ms"
+{ time "$bin" report --records "$tmp/rec" --rebuild-index --format json > "$tmp/r.json" 2> "$tmp/r.err"; } 2> "$tmp/r.time"
+rc=$?
+wall=$(( $(ms) - start )) took=$(cpu_ms "$tmp/r.time")
+echo "# report --rebuild-index on $records records: $took ms of CPU, $wall ms wall"
 [ $rc -eq 0 ] && python3 -c "
 import json; d = json.load(open('$tmp/r.json')); assert d['records'] == $records and d['skipped'] == 0, d['records']
 assert d['suspects'][0]['link'] == 'hot', d['suspects'][0]"
 ok $? "the report reads all $records records and ranks the silent node first (exit $rc)"
-[ $took -le 10000 ]; ok $? "in at most 10 s ($took ms)"
+[ $took -le 10000 ]; ok $? "in at most 10 s of CPU ($took ms)"
 gen=$(ls "$tmp/rec/.index" | grep '^flags\.' | sort -t. -k2 -n | tail -1)
 [ -n "$gen" ] && grep -q '^since 0$' "$tmp/rec/.index/$gen" &&
   [ "$(grep -c '^flag hot ' "$tmp/rec/.index/$gen")" -eq $(( 2 + (records - 2880) / 1000 )) ]
@@ -116,14 +122,15 @@ with open(sys.argv[1], "w") as out:
         out.write('- {link: "{%d nodes a%07d..b%07d}", kind: uplink, reason: slow, score: 9.0}\n' % (i % 100 + 2, i, i))
 PY
 size=$(stat -c %s "$tmp/big/job-9.yaml")
-start=$(ms)
-( ulimit -v 1000000; exec "$bin" report --records "$tmp/big" --format json ) > "$tmp/big.json" 2> "$tmp/big.err"; rc=$?
-took=$(( $(ms) - start ))
-echo "# report on one $size-byte record: $took ms"
+{ time bash -c 'ulimit -v 1000000 && exec "$@"' _ "$bin" report --records "$tmp/big" --format json \
+      > "$tmp/big.json" 2> "$tmp/big.err"; } 2> "$tmp/big.time"
+rc=$?
+took=$(cpu_ms "$tmp/big.time")
+echo "# report on one $size-byte record: $took ms of CPU"
 [ $rc -eq 0 ] && python3 -c "
 import json; d = json.load(open('$tmp/big.json')); assert len(d['suspects']) == 70000, len(d['suspects'])"
 ok $? "a $size-byte record of 140 000 links is reported within 1 GB of address space (exit $rc)"
 diag < "$tmp/big.err"
-[ $took -le 10000 ]; ok $? "in at most 10 s ($took ms)"
+[ $took -le 10000 ]; ok $? "in at most 10 s of CPU ($took ms)"
 
 tap_end
