@@ -47,29 +47,16 @@ typedef struct reader {
     unsigned char leader[TS_LEVELS_MAX];
 } reader;
 
-static int fail_mark(reader *r, int code, const yaml_mark_t *m, const char *fmt, ...) TS_PRINTF(4, 5);
-static int fail_mark(reader *r, int code, const yaml_mark_t *m, const char *fmt, ...)
-{
-    char msg[TS_ERROR_TEXT_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ts_fail(r->err, code, "%s:%zu:%zu: %s", r->src, m->line + 1, m->column + 1, msg);
-}
+/* "SRC:LINE:COL: ..." at a mark (r->d names r->src) */
+#define fail_mark(r, code, m, ...) ts_ydoc_fail_at(&(r)->d, (code), (m), (r)->err, __VA_ARGS__)
 
 static int next_event(reader *r)
 {
-    if (r->have_ev)
-        yaml_event_delete(&r->ev);
-    r->have_ev = 0;
-    if (!yaml_parser_parse(&r->ps, &r->ev)) {
-        if (r->in && r->bytes > TS_HINTS_MAX_BYTES)
-            return ts_fail(r->err, TS_ELIMIT, "%s: larger than %lu bytes", r->src, TS_HINTS_MAX_BYTES);
-        return ts_ydoc_syntax_error(&r->d, &r->ps, r->err);
-    }
-    r->have_ev = 1;
-    return TS_OK;
+    int rc = ts_ydoc_next_event(&r->d, &r->ps, &r->ev, &r->have_ev, r->err);
+    /* past the bound the read handler stopped the parser: that is what to say */
+    if (rc && r->in && r->bytes > TS_HINTS_MAX_BYTES)
+        return ts_fail(r->err, TS_ELIMIT, "%s: larger than %lu bytes", r->src, TS_HINTS_MAX_BYTES);
+    return rc;
 }
 
 /* The value starting at the current event into the entry tree; its node index or an error. */

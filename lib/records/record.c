@@ -5,6 +5,7 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/record.h"
 #include "toposcope/textout.h"
+#include "util/grow.h"
 #include "util/ydoc.h"
 
 #define MAX_US 86400e6
@@ -198,139 +199,240 @@ static int read_tree(ts_record *r, const ts_ydoc *d, int at, ts_error *err)
     return TS_OK;
 }
 
-static int read_links(ts_record *r, const ts_ydoc *d, int list, ts_error *err)
+/* One entry of 'links' (node e of d, a tree holding that entry alone) into r. */
+static int read_link(ts_record *r, const ts_ydoc *d, int e, ts_error *err)
 {
-    if (d->v[list].type != TS_Y_SEQ)
-        return ts_ydoc_fail(d, list, err, "'links' must be a list");
-    if (d->v[list].n > TS_RECORD_MAX_LINKS)
-        return ts_ydoc_fail(d, list, err, "more than %d links", TS_RECORD_MAX_LINKS);
-    r->links.o = calloc((size_t)(d->v[list].n ? d->v[list].n : 1), sizeof *r->links.o);
-    if (!r->links.o)
-        return ts_fail(err, TS_ENOMEM, "out of memory");
-    for (int e = d->v[list].first; e >= 0; e = d->v[e].next) {
-        if (d->v[e].type != TS_Y_MAP)
-            return ts_ydoc_fail(d, e, err, "a link must be a mapping");
-        int rc = ts_ydoc_check_keys(d, e, link_keys, "a link", err), at, kind;
-        if (rc)
-            return rc;
-        ts_link_obs *o = &r->links.o[r->links.n];
-        double samples;
-        if ((at = need(d, e, "link", err)) < 0 || (rc = ts_ydoc_name(d, at, "link", o->id, sizeof o->id, err)) ||
-            (at = need(d, e, "kind", err)) < 0 || (rc = ts_ydoc_choice(d, at, "kind", kinds, &kind, err)) ||
-            (rc = opt_num(d, e, "est_us", -MAX_US, MAX_US, &o->est_us, err)) ||
-            (rc = opt_num(d, e, "lo_us", -MAX_US, MAX_US, &o->lo_us, err)) ||
-            (rc = opt_num(d, e, "hi_us", -MAX_US, MAX_US, &o->hi_us, err)) ||
-            (rc = opt_num(d, e, "samples", 0, 1e15, &samples, err)))
-            return at < 0 ? at : rc;
-        o->access = kind == 1;
-        o->samples = isfinite(samples) ? (long)samples : 0;
-        o->se_us = isfinite(o->hi_us - o->lo_us) ? (o->hi_us - o->lo_us) / (2 * 1.6448536) : NAN;
-        r->links.n++;
-    }
+    if (d->v[e].type != TS_Y_MAP)
+        return ts_ydoc_fail(d, e, err, "a link must be a mapping");
+    int rc = ts_ydoc_check_keys(d, e, link_keys, "a link", err), at, kind;
+    if (rc)
+        return rc;
+    ts_link_obs *o = &r->links.o[r->links.n];
+    memset(o, 0, sizeof *o);
+    double samples;
+    if ((at = need(d, e, "link", err)) < 0 || (rc = ts_ydoc_name(d, at, "link", o->id, sizeof o->id, err)) ||
+        (at = need(d, e, "kind", err)) < 0 || (rc = ts_ydoc_choice(d, at, "kind", kinds, &kind, err)) ||
+        (rc = opt_num(d, e, "est_us", -MAX_US, MAX_US, &o->est_us, err)) ||
+        (rc = opt_num(d, e, "lo_us", -MAX_US, MAX_US, &o->lo_us, err)) ||
+        (rc = opt_num(d, e, "hi_us", -MAX_US, MAX_US, &o->hi_us, err)) ||
+        (rc = opt_num(d, e, "samples", 0, 1e15, &samples, err)))
+        return at < 0 ? at : rc;
+    o->access = kind == 1;
+    o->samples = isfinite(samples) ? (long)samples : 0;
+    o->se_us = isfinite(o->hi_us - o->lo_us) ? (o->hi_us - o->lo_us) / (2 * 1.6448536) : NAN;
+    r->links.n++;
     return TS_OK;
 }
 
-static int read_anomalies(ts_record *r, const ts_ydoc *d, int list, ts_error *err)
+/* One entry of 'anomalies' into r. */
+static int read_anomaly(ts_record *r, const ts_ydoc *d, int e, ts_error *err)
 {
-    if (d->v[list].type != TS_Y_SEQ)
-        return ts_ydoc_fail(d, list, err, "'anomalies' must be a list");
-    if (d->v[list].n > TS_RECORD_MAX_LINKS)
-        return ts_ydoc_fail(d, list, err, "more than %d anomalies", TS_RECORD_MAX_LINKS);
-    ts_anomaly_list *l = &r->anomalies;
-    l->a = calloc((size_t)(d->v[list].n ? d->v[list].n : 1), sizeof *l->a);
-    if (!l->a)
-        return ts_fail(err, TS_ENOMEM, "out of memory");
-    l->cap = d->v[list].n ? d->v[list].n : 1;
-    for (int e = d->v[list].first; e >= 0; e = d->v[e].next) {
-        if (d->v[e].type != TS_Y_MAP)
-            return ts_ydoc_fail(d, e, err, "an anomaly must be a mapping");
-        int rc = ts_ydoc_check_keys(d, e, anomaly_keys, "an anomaly", err), at, kind, reason;
+    if (d->v[e].type != TS_Y_MAP)
+        return ts_ydoc_fail(d, e, err, "an anomaly must be a mapping");
+    int rc = ts_ydoc_check_keys(d, e, anomaly_keys, "an anomaly", err), at, kind, reason;
+    if (rc)
+        return rc;
+    ts_anomaly *a = &r->anomalies.a[r->anomalies.n];
+    memset(a, 0, sizeof *a);
+    if ((at = need(d, e, "link", err)) < 0 || (rc = ts_ydoc_name(d, at, "link", a->id, sizeof a->id, err)) ||
+        (at = need(d, e, "kind", err)) < 0 || (rc = ts_ydoc_choice(d, at, "kind", kinds, &kind, err)) ||
+        (at = need(d, e, "reason", err)) < 0 ||
+        (rc = ts_ydoc_choice(d, at, "reason", reasons, &reason, err)) ||
+        (rc = opt_num(d, e, "expected_us", -MAX_US, MAX_US, &a->expected_us, err)) ||
+        (rc = opt_num(d, e, "observed_us", -MAX_US, MAX_US, &a->observed_us, err)) ||
+        (rc = opt_num(d, e, "excess_pct", -1e12, 1e12, &a->excess_pct, err)) ||
+        (rc = opt_num(d, e, "excess_us", -MAX_US, MAX_US, &a->excess_us, err)) ||
+        (rc = opt_num(d, e, "loss_pct", 0, 100, &a->loss_pct, err)) ||
+        (at = need(d, e, "score", err)) < 0 || (rc = ts_ydoc_num(d, at, "score", -1e12, 1e12, &a->score, err)))
+        return at < 0 ? at : rc;
+    a->access = kind == 1;
+    a->kind = reason == 1 ? TS_ANOMALY_UNREACHABLE : reason == 2 ? TS_ANOMALY_LOSS : TS_ANOMALY_SLOW;
+    a->z = a->score;
+    r->anomalies.n++;
+    return TS_OK;
+}
+
+/* ---- the streaming reader ----
+ *
+ * A record can name a quarter of a million links; the whole file as one YAML tree cost several
+ * times the links themselves. The reader walks the top level with libyaml's events and puts one
+ * value at a time into a small tree (a top-level value, or one entry of 'links' or 'anomalies'),
+ * so its memory is the record's own plus one entry. */
+
+/* The largest single value: 'tree' with its leaf groups. */
+#define VALUE_MAX_NODES (TS_RECORD_MAX_GROUPS + 64)
+#define VALUE_MAX_DEPTH 4
+
+enum { K_VERSION, K_JOB, K_USER, K_UID, K_TIME, K_STATUS, K_NODES, K_TREE, K_LINKS, K_ANOMALIES, K_COUNT };
+
+typedef struct reader {
+    yaml_parser_t ps;
+    yaml_event_t ev;
+    int have_ev;
+    ts_ydoc d;                       /* the value being read */
+    ts_error *err;
+    int links_cap;
+} reader;
+
+static int next_event(reader *rd)
+{
+    return ts_ydoc_next_event(&rd->d, &rd->ps, &rd->ev, &rd->have_ev, rd->err);
+}
+
+/* The value that starts at the current event, alone in rd->d; its node or an error (< 0). */
+static int take_value(reader *rd)
+{
+    ts_ydoc_reset(&rd->d);
+    return ts_ydoc_add_value(&rd->d, &rd->ps, &rd->ev, VALUE_MAX_DEPTH, rd->err);
+}
+
+/* 'links' or 'anomalies', entry by entry. */
+static int read_list(reader *rd, ts_record *r, int key)
+{
+    const char *name = key == K_LINKS ? "links" : "anomalies";
+    if (rd->ev.type != YAML_SEQUENCE_START_EVENT) {
+        int v = take_value(rd);
+        return v < 0 ? v : ts_ydoc_fail(&rd->d, v, rd->err, "'%s' must be a list", name);
+    }
+    for (;;) {
+        int rc = next_event(rd);
         if (rc)
             return rc;
-        ts_anomaly *a = &l->a[l->n];
-        if ((at = need(d, e, "link", err)) < 0 || (rc = ts_ydoc_name(d, at, "link", a->id, sizeof a->id, err)) ||
-            (at = need(d, e, "kind", err)) < 0 || (rc = ts_ydoc_choice(d, at, "kind", kinds, &kind, err)) ||
-            (at = need(d, e, "reason", err)) < 0 ||
-            (rc = ts_ydoc_choice(d, at, "reason", reasons, &reason, err)) ||
-            (rc = opt_num(d, e, "expected_us", -MAX_US, MAX_US, &a->expected_us, err)) ||
-            (rc = opt_num(d, e, "observed_us", -MAX_US, MAX_US, &a->observed_us, err)) ||
-            (rc = opt_num(d, e, "excess_pct", -1e12, 1e12, &a->excess_pct, err)) ||
-            (rc = opt_num(d, e, "excess_us", -MAX_US, MAX_US, &a->excess_us, err)) ||
-            (rc = opt_num(d, e, "loss_pct", 0, 100, &a->loss_pct, err)) ||
-            (at = need(d, e, "score", err)) < 0 || (rc = ts_ydoc_num(d, at, "score", -1e12, 1e12, &a->score, err)))
-            return at < 0 ? at : rc;
-        a->access = kind == 1;
-        a->kind = reason == 1 ? TS_ANOMALY_UNREACHABLE : reason == 2 ? TS_ANOMALY_LOSS : TS_ANOMALY_SLOW;
-        a->z = a->score;
-        l->n++;
+        if (rd->ev.type == YAML_SEQUENCE_END_EVENT)
+            return TS_OK;
+        int n = key == K_LINKS ? r->links.n : r->anomalies.n;
+        if (n == TS_RECORD_MAX_LINKS)
+            return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &rd->ev.start_mark, rd->err, "more than %d %s",
+                                   TS_RECORD_MAX_LINKS, name);
+        int e = take_value(rd);
+        if (e < 0)
+            return e;
+        if (key == K_LINKS ? ts_grow(&r->links.o, sizeof *r->links.o, &rd->links_cap, n, 64)
+                           : ts_grow(&r->anomalies.a, sizeof *r->anomalies.a, &r->anomalies.cap, n, 16))
+            return ts_fail(rd->err, TS_ENOMEM, "out of memory");
+        rc = key == K_LINKS ? read_link(r, &rd->d, e, rd->err) : read_anomaly(r, &rd->d, e, rd->err);
+        if (rc)
+            return rc;
     }
+}
+
+/* A top-level key's value other than the lists (node v of rd->d). */
+static int read_scalar_key(reader *rd, ts_record *r, int key, int v)
+{
+    const ts_ydoc *d = &rd->d;
+    ts_error *err = rd->err;
+    long n = 0;
+    int rc;
+    switch (key) {
+    case K_VERSION:
+        return ts_ydoc_int(d, v, "toposcope_record", TS_RECORD_VERSION, TS_RECORD_VERSION, &n, err);
+    case K_JOB:
+        return text(d, v, "job", r->job, sizeof r->job, err);
+    case K_USER:
+        return text(d, v, "user", r->user, sizeof r->user, err);
+    case K_UID:
+        if (ts_ydoc_is_null(&d->v[v]))
+            return TS_OK;
+        rc = ts_ydoc_int(d, v, "uid", 0, 4294967295L, &n, err);
+        r->uid = rc ? -1 : n;
+        return rc;
+    case K_TIME:
+        rc = ts_ydoc_int(d, v, "time", 0, 1L << 40, &n, err);
+        r->time = n;
+        return rc;
+    case K_STATUS:
+        return text(d, v, "status", r->status, sizeof r->status, err);
+    case K_NODES:
+        if (d->v[v].type != TS_Y_SCALAR)
+            return ts_ydoc_fail(d, v, err, "'nodes' must be a hostlist");
+        if (!(r->nodes = strdup(d->v[v].text)))
+            return ts_fail(err, TS_ENOMEM, "out of memory");
+        return TS_OK;
+    default:
+        return read_tree(r, d, v, err);
+    }
+}
+
+static int read_top(reader *rd, ts_record *r, const char *source)
+{
+    int rc, seen[K_COUNT] = { 0 };
+    if ((rc = next_event(rd)) || (rc = next_event(rd)))     /* the stream, the document */
+        return rc;
+    if (rd->ev.type == YAML_STREAM_END_EVENT)
+        return ts_fail(rd->err, TS_EINPUT, "%s: empty, not a toposcope record", source);
+    if ((rc = next_event(rd)))
+        return rc;
+    if (rd->ev.type != YAML_MAPPING_START_EVENT)
+        return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &rd->ev.start_mark, rd->err,
+                               "not a toposcope record (expected a mapping)");
+    yaml_mark_t top = rd->ev.start_mark, stranger = { 0 };
+    char unknown[72] = "";
+    for (;;) {
+        if ((rc = next_event(rd)))
+            return rc;
+        if (rd->ev.type == YAML_MAPPING_END_EVENT)
+            break;
+        yaml_mark_t at = rd->ev.start_mark;
+        if (rd->ev.type != YAML_SCALAR_EVENT)
+            return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &at, rd->err, "a key in the top level must be a name");
+        const char *name = (const char *)rd->ev.data.scalar.value;
+        int key = 0;
+        while (top_keys[key] && strcmp(top_keys[key], name))
+            key++;
+        if (key < K_COUNT && seen[key])
+            return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &at, rd->err, "key '%.64s' given twice in the top level "
+                                   "(first at line %d)", name, seen[key]);
+        /* a stranger is named only once the file is known to be a record at all */
+        if (key == K_COUNT && !unknown[0]) {
+            snprintf(unknown, sizeof unknown, "%.64s", name);
+            stranger = at;
+        }
+        if ((rc = next_event(rd)))
+            return rc;
+        if (key == K_LINKS || key == K_ANOMALIES) {
+            rc = read_list(rd, r, key);
+        } else {
+            int v = take_value(rd);
+            rc = v < 0 ? v : key == K_COUNT ? TS_OK : read_scalar_key(rd, r, key, v);
+        }
+        if (rc)
+            return rc;
+        if (key < K_COUNT)
+            seen[key] = (int)at.line + 1;
+    }
+    static const int required[] = { K_JOB, K_TIME, K_LINKS, K_ANOMALIES };
+    if (!seen[K_VERSION])
+        return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &top, rd->err, "not a toposcope record: 'toposcope_record: %d' "
+                               "missing", TS_RECORD_VERSION);
+    if (unknown[0])
+        return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &stranger, rd->err, "unknown key '%s' in the top level (allowed: "
+                               "toposcope_record, job, user, uid, time, status, nodes, tree, links, anomalies)",
+                               unknown);
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!seen[required[i]])
+            return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &top, rd->err, "'%s' is missing", top_keys[required[i]]);
+    if ((rc = next_event(rd)) || (rc = next_event(rd)))     /* the document's end, the next */
+        return rc;
+    if (rd->ev.type != YAML_STREAM_END_EVENT)
+        return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &rd->ev.start_mark, rd->err, "only one YAML document is allowed");
     return TS_OK;
 }
 
 int ts_record_parse(ts_record *r, const char *txt, size_t len, const char *source, ts_error *err)
 {
     ts_record_init(r);
-    ts_ydoc d;
-    ts_ylimits lim = { TS_RECORD_MAX_BYTES, 6, 24 * TS_RECORD_MAX_LINKS + 4 * TS_RECORD_MAX_GROUPS + 64 };
-    int rc = ts_ydoc_parse(&d, txt, len, source, &lim, err), at;
-    long v;
-    if (rc)
-        goto done;
-    if (d.root < 0 || d.v[d.root].type != TS_Y_MAP) {
-        rc = d.root < 0 ? ts_fail(err, TS_EINPUT, "%s: empty, not a toposcope record", source)
-                        : ts_ydoc_fail(&d, d.root, err, "not a toposcope record (expected a mapping)");
-        goto done;
-    }
-    if ((at = ts_ydoc_get(&d, d.root, "toposcope_record")) < 0) {
-        rc = ts_ydoc_fail(&d, d.root, err, "not a toposcope record: 'toposcope_record: %d' missing",
-                          TS_RECORD_VERSION);
-        goto done;
-    }
-    if ((rc = ts_ydoc_int(&d, at, "toposcope_record", TS_RECORD_VERSION, TS_RECORD_VERSION, &v, err)) ||
-        (rc = ts_ydoc_check_keys(&d, d.root, top_keys, "the top level", err)))
-        goto done;
-    if ((at = need(&d, d.root, "job", err)) < 0 || (rc = text(&d, at, "job", r->job, sizeof r->job, err))) {
-        rc = at < 0 ? at : rc;
-        goto done;
-    }
-    if ((at = ts_ydoc_get(&d, d.root, "user")) >= 0 && (rc = text(&d, at, "user", r->user, sizeof r->user, err)))
-        goto done;
-    if ((at = ts_ydoc_get(&d, d.root, "uid")) >= 0 && !ts_ydoc_is_null(&d.v[at])) {
-        if ((rc = ts_ydoc_int(&d, at, "uid", 0, 4294967295L, &v, err)))
-            goto done;
-        r->uid = v;
-    }
-    if ((at = need(&d, d.root, "time", err)) < 0 ||
-        (rc = ts_ydoc_int(&d, at, "time", 0, 1L << 40, &v, err))) {
-        rc = at < 0 ? at : rc;
-        goto done;
-    }
-    r->time = v;
-    if ((at = ts_ydoc_get(&d, d.root, "status")) >= 0 &&
-        (rc = text(&d, at, "status", r->status, sizeof r->status, err)))
-        goto done;
-    if ((at = ts_ydoc_get(&d, d.root, "nodes")) >= 0) {
-        if (d.v[at].type != TS_Y_SCALAR) {
-            rc = ts_ydoc_fail(&d, at, err, "'nodes' must be a hostlist");
-            goto done;
-        }
-        if (!(r->nodes = strdup(d.v[at].text))) {
-            rc = ts_fail(err, TS_ENOMEM, "out of memory");
-            goto done;
-        }
-    }
-    if ((at = ts_ydoc_get(&d, d.root, "tree")) >= 0 && (rc = read_tree(r, &d, at, err)))
-        goto done;
-    if ((at = need(&d, d.root, "links", err)) < 0 || (rc = read_links(r, &d, at, err))) {
-        rc = at < 0 ? at : rc;
-        goto done;
-    }
-    if ((at = need(&d, d.root, "anomalies", err)) < 0 || (rc = read_anomalies(r, &d, at, err))) {
-        rc = at < 0 ? at : rc;
-        goto done;
-    }
-done:
-    ts_ydoc_free(&d);
+    if (len > TS_RECORD_MAX_BYTES)
+        return ts_fail(err, TS_ELIMIT, "%s: larger than %u bytes", source, TS_RECORD_MAX_BYTES);
+    reader rd = { .err = err };
+    ts_ydoc_init(&rd.d, source, VALUE_MAX_NODES);
+    if (!yaml_parser_initialize(&rd.ps))
+        return ts_fail(err, TS_ENOMEM, "%s: out of memory", source);
+    yaml_parser_set_input_string(&rd.ps, (const unsigned char *)(txt ? txt : ""), txt ? len : 0);
+    int rc = read_top(&rd, r, source);
+    if (rd.have_ev)
+        yaml_event_delete(&rd.ev);
+    yaml_parser_delete(&rd.ps);
+    ts_ydoc_free(&rd.d);
     if (rc)
         ts_record_free(r);
     return rc;

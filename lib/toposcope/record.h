@@ -17,7 +17,9 @@
  *        excess_pct: 0.5, excess_us: 2.0, loss_pct: 41.0, score: 541.0}
  *
  * Links are named as in toposcope/anomaly.h (node, admin switch or node set). The reader takes
- * untrusted input: bounded, no recursion, and every refusal names FILE:LINE:COLUMN. */
+ * untrusted input: bounded, no recursion, and every refusal names FILE:LINE:COLUMN. It streams:
+ * beyond the record it fills, it holds one value of the file at a time (a list entry, or 'tree'),
+ * not the whole file as a YAML tree. */
 #ifndef TOPOSCOPE_RECORD_H
 #define TOPOSCOPE_RECORD_H
 

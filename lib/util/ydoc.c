@@ -22,10 +22,20 @@ int ts_ydoc_fail(const ts_ydoc *d, int i, ts_error *err, const char *fmt, ...)
     return ts_fail(err, TS_EINPUT, "%s:%d:%d: %s", d->src, d->v[i].line, d->v[i].col, msg);
 }
 
+int ts_ydoc_fail_at(const ts_ydoc *d, int code, const yaml_mark_t *m, ts_error *err, const char *fmt, ...)
+{
+    char msg[TS_ERROR_TEXT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ts_fail(err, code, "%s:%zu:%zu: %s", d->src, m->line + 1, m->column + 1, msg);
+}
+
 static int fail_at_mark(const ts_ydoc *d, int code, const yaml_mark_t *m, ts_error *err,
                         const char *what)
 {
-    return ts_fail(err, code, "%s:%zu:%zu: %s", d->src, m->line + 1, m->column + 1, what);
+    return ts_ydoc_fail_at(d, code, m, err, "%s", what);
 }
 
 void ts_ydoc_free(ts_ydoc *d)
@@ -80,6 +90,14 @@ int ts_ydoc_syntax_error(const ts_ydoc *d, const yaml_parser_t *ps, ts_error *er
     const yaml_mark_t *m = &ps->problem_mark;
     return ts_fail(err, TS_EINPUT, "%s:%zu:%zu: YAML syntax error: %s%s%s", d->src, m->line + 1,
                    m->column + 1, problem, ps->context ? " " : "", ps->context ? ps->context : "");
+}
+
+int ts_ydoc_next_event(const ts_ydoc *d, yaml_parser_t *ps, yaml_event_t *ev, int *have, ts_error *err)
+{
+    if (*have)
+        yaml_event_delete(ev);
+    *have = yaml_parser_parse(ps, ev) != 0;
+    return *have ? TS_OK : ts_ydoc_syntax_error(d, ps, err);
 }
 
 static int add_scalar(ts_ydoc *d, const yaml_event_t *ev, int parent, ts_error *err)

@@ -51,12 +51,18 @@ void ts_ydoc_init(ts_ydoc *d, const char *src, int max_nodes);
 void ts_ydoc_reset(ts_ydoc *d);
 int ts_ydoc_add_value(ts_ydoc *d, yaml_parser_t *ps, const yaml_event_t *first, int max_depth,
                       ts_error *err);
+/* The parser's next event into *ev, the one *have says it holds deleted first; *have says
+ * whether it holds one now. A parser's error comes back as ts_ydoc_syntax_error's message. */
+int ts_ydoc_next_event(const ts_ydoc *d, yaml_parser_t *ps, yaml_event_t *ev, int *have, ts_error *err);
 /* "SRC:LINE:COL: YAML syntax error: ..." for the parser's error. */
 int ts_ydoc_syntax_error(const ts_ydoc *d, const yaml_parser_t *ps, ts_error *err);
 
 /* Read a whole file of at most max bytes into a malloc'd buffer (NUL-terminated). */
 int ts_ydoc_read_file(const char *path, size_t max, char **buf, size_t *len, ts_error *err);
 
+/* "SRC:LINE:COL: message" at a parser's mark (a streaming reader's position); returns code. */
+int ts_ydoc_fail_at(const ts_ydoc *d, int code, const yaml_mark_t *m, ts_error *err, const char *fmt, ...)
+    TS_PRINTF(5, 6);
 /* "SRC:LINE:COL: message" about node i; returns TS_EINPUT. */
 int ts_ydoc_fail(const ts_ydoc *d, int i, ts_error *err, const char *fmt, ...) TS_PRINTF(4, 5);
 
