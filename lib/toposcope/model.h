@@ -66,8 +66,13 @@ typedef struct ts_model_params {
     ts_host_override *host_overrides;
 } ts_model_params;
 
-/* Profiles: "ethernet", "infiniband". Returns TS_EINPUT for an unknown name. p is initialised
- * here (its earlier contents are not freed); on error it is empty, safe to ts_model_params_free. */
+/* The built-in profiles (doc/params.md), idealised, still under their old names too. */
+#define TS_MODEL_PROFILES_TEXT "ideal-ethernet (old name: ethernet), ideal-infiniband (old name: " \
+    "infiniband)"
+
+/* Fills p with a profile by name (an old name gives its profile, whose name p->profile then
+ * holds). Returns TS_EINPUT for an unknown name. p is initialised here (its earlier contents are
+ * not freed); on error it is empty, safe to ts_model_params_free. */
 int ts_model_params_profile(ts_model_params *p, const char *profile, ts_error *err);
 void ts_model_params_free(ts_model_params *p);
 /* Apply a YAML file on top of p (a `profile:` key in it first resets p to that profile).

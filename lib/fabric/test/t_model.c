@@ -76,7 +76,7 @@ static void test_profiles(void)
     ts_error err;
     memset(&p, 0xa5, sizeof p);     /* profile() must not read or free what was there */
     is_int(ts_model_params_profile(&p, "ethernet", &err), TS_OK, "ethernet profile");
-    ok(strcmp(p.profile, "ethernet") == 0, "profile name kept");
+    ok(strcmp(p.profile, "ideal-ethernet") == 0, "the old name ethernet is ideal-ethernet");
     is_num(p.host_overhead_us, 20, 0, "ethernet host overhead 20 us");
     is_num(p.host_variation, 0.05, 0, "ethernet host variation 5%%");
     is_num(p.link_latency_us, 2.5, 0, "ethernet link 2.5 us");
@@ -113,7 +113,7 @@ static void test_profiles(void)
     ts_model_params_free(&p);
 
     is_int(ts_model_params_profile(&p, "myrinet", &err), TS_EINPUT, "unknown profile refused");
-    ok(contains(err.text, "myrinet") && contains(err.text, "ethernet or infiniband"),
+    ok(contains(err.text, "myrinet") && contains(err.text, TS_MODEL_PROFILES_TEXT),
        "unknown profile message names it and the choices");
 
     /* p is initialised by the call itself: garbage in, and a refusal still leaves it freeable */
@@ -129,6 +129,27 @@ static void test_profiles(void)
     ts_model_params_free(&p);
 }
 
+/* The old names are the idealised profiles under new names. */
+static void test_profile_names(void)
+{
+    ts_model_params p, q;
+    ts_error err;
+    const char *const pairs[][2] = { { "ethernet", "ideal-ethernet" },
+                                     { "infiniband", "ideal-infiniband" } };
+    for (int i = 0; i < 2; i++) {
+        memset(&p, 0, sizeof p);
+        memset(&q, 0x5a, sizeof q);
+        ts_model_params_profile(&p, pairs[i][0], &err);
+        ts_model_params_profile(&q, pairs[i][1], &err);
+        ok(memcmp(&p, &q, sizeof p) == 0, "%s is the same profile as %s", pairs[i][0], pairs[i][1]);
+    }
+    /* the YAML key takes every name, old and new */
+    const char *y = "profile: ideal-infiniband\n";
+    is_int(ts_model_params_parse_yaml(&p, y, strlen(y), "y", &err), TS_OK, "profile: ideal-infiniband");
+    ok(strcmp(p.profile, "ideal-infiniband") == 0 && p.host_overhead_us == 1.2, "switched to it");
+    ts_model_params_free(&p);
+}
+
 static void test_yaml_good(void)
 {
     ts_model_params p;
@@ -136,7 +157,7 @@ static void test_yaml_good(void)
 
     ts_model_params_profile(&p, "infiniband", &err);
     is_int(ts_model_params_load_yaml(&p, data("full.yaml"), &err), TS_OK, "full.yaml loads");
-    ok(strcmp(p.profile, "ethernet") == 0, "full.yaml: profile switched to ethernet");
+    ok(strcmp(p.profile, "ideal-ethernet") == 0, "full.yaml: profile switched to (ideal-)ethernet");
     is_num(p.host_overhead_us, 18.5, 0, "host_overhead_us");
     is_num(p.host_variation, 0.02, 0, "host_variation");
     is_num(p.link_latency_us, 1.75, 0, "link_latency_us");
@@ -192,7 +213,7 @@ static void test_yaml_good(void)
 
     ts_model_params_profile(&p, "ethernet", &err);
     is_int(ts_model_params_load_yaml(&p, data("reset.yaml"), &err), TS_OK, "reset.yaml loads");
-    ok(strcmp(p.profile, "infiniband") == 0, "reset.yaml: profile infiniband");
+    ok(strcmp(p.profile, "ideal-infiniband") == 0, "reset.yaml: profile (ideal-)infiniband");
     is_num(p.host_overhead_us, 99, 0, "key before profile: still wins");
     is_num(p.timeout_us, 55, 0, "timeout before profile: still wins");
     is_num(p.link_latency_us, 0.1, 0, "other values from infiniband");
@@ -246,7 +267,7 @@ static void test_yaml_bad(void)
     expect_bad("bad_host_key.yaml", TS_EINPUT, "2:19", "unknown key 'overhead'",
                "node, overhead_us, variation");
     expect_bad("bad_quoted.yaml", TS_EINPUT, "1:13", "'timeout_us' must be a number", "quoted string");
-    expect_bad("bad_profile.yaml", TS_EINPUT, "1:10", "unknown profile 'myrinet'", "ethernet, infiniband");
+    expect_bad("bad_profile.yaml", TS_EINPUT, "1:10", "unknown profile 'myrinet'", TS_MODEL_PROFILES_TEXT);
     expect_bad("bad_dup.yaml", TS_EINPUT, "2:1", "duplicate key 'timeout_us'", NULL);
     expect_bad("bad_alias.yaml", TS_EINPUT, "2:11", "aliases", NULL);
     expect_bad("bad_deep.yaml", TS_ELIMIT, "1:31", "nesting deeper than 8", NULL);
@@ -619,6 +640,7 @@ int main(void)
     const char *src = getenv("TOPOSCOPE_SRCDIR");
     snprintf(data_dir, sizeof data_dir, "%s/tests/data/params", src ? src : ".");
     test_profiles();
+    test_profile_names();
     test_yaml_good();
     test_yaml_bad();
     test_realize_basic();
