@@ -27,7 +27,7 @@ typedef struct profile_def {
     const char *name;
     const char *old_name;          /* kept working for the scripts and tests that use it */
     double host_overhead_us, host_variation, link_latency_us, link_variation;
-    double jitter_sigma, jitter_exp_mean_us;
+    double jitter_sigma, jitter_exp_mean_us, skew_median_us, skew_sigma;
     double outlier_prob, outlier_min_us, outlier_max_us;
     double timeout_us, flow_penalty_us;
 } profile_def;
@@ -76,12 +76,20 @@ int ts_model_params_profile(ts_model_params *p, const char *profile, ts_error *e
     p->link_variation = d->link_variation;
     p->jitter_sigma = d->jitter_sigma;
     p->jitter_exp_mean_us = d->jitter_exp_mean_us;
+    p->jitter_skew_median_us = d->skew_median_us;
+    p->jitter_skew_sigma = d->skew_sigma;
     p->outlier_prob = d->outlier_prob;
     p->outlier_min_us = d->outlier_min_us;
     p->outlier_max_us = d->outlier_max_us;
     p->loss_prob = 0;
     p->timeout_us = d->timeout_us;
     p->flow_penalty_us = d->flow_penalty_us;
+    /* Off in every profile; the range is what waking from a deep C-state costs a round trip
+     * (10 GbE: ~34 us with deep C-states and adaptive coalescing, ~15 us with neither), there so
+     * that a probability alone turns it on. */
+    p->power_prob = 0;
+    p->power_min_us = 5;
+    p->power_max_us = 20;
     return TS_OK;
 }
 
@@ -170,9 +178,14 @@ static int params_validate(const ts_model_params *p, ts_error *err)
         { "link_variation", p->link_variation, R_VAR },
         { "jitter.lognormal_sigma", p->jitter_sigma, R_SIGMA },
         { "jitter.exp_mean_us", p->jitter_exp_mean_us, R_NONNEG },
+        { "jitter.skew_median_us", p->jitter_skew_median_us, R_NONNEG },
+        { "jitter.skew_sigma", p->jitter_skew_sigma, R_SIGMA },
         { "outliers.probability", p->outlier_prob, R_PROB },
         { "outliers.min_us", p->outlier_min_us, R_NONNEG },
         { "outliers.max_us", p->outlier_max_us, R_NONNEG },
+        { "power_state.probability", p->power_prob, R_PROB },
+        { "power_state.min_us", p->power_min_us, R_NONNEG },
+        { "power_state.max_us", p->power_max_us, R_NONNEG },
         { "loss_probability", p->loss_prob, R_PROB },
         { "timeout_us", p->timeout_us, R_NONNEG },
         { "flow_penalty_us", p->flow_penalty_us, R_NONNEG },
@@ -184,6 +197,9 @@ static int params_validate(const ts_model_params *p, ts_error *err)
     if (p->outlier_min_us > p->outlier_max_us)
         return ts_fail(err, TS_EINPUT, "model parameters: outliers.min_us (%g) exceeds max_us (%g)",
                        p->outlier_min_us, p->outlier_max_us);
+    if (p->power_min_us > p->power_max_us)
+        return ts_fail(err, TS_EINPUT, "model parameters: power_state.min_us (%g) exceeds max_us "
+                       "(%g)", p->power_min_us, p->power_max_us);
     for (int k = 0; k < TS_MODEL_MAX_LEVELS; k++) {
         const ts_level_params *l = &p->level[k];
         if ((!isnan(l->latency_us) && !in_range(l->latency_us, R_NONNEG)) ||
@@ -466,18 +482,58 @@ static int apply_hosts(yctx *c, const ts_ynode *y, ts_model_params *q)
 
 static const char *const top_keys[] = {
     "profile", "host_overhead_us", "host_variation", "link_latency_us", "link_variation",
-    "jitter", "outliers", "loss_probability", "timeout_us", "flow_penalty_us", "levels", "links",
-    "hosts", "intra_node", NULL
+    "jitter", "outliers", "power_state", "loss_probability", "timeout_us", "flow_penalty_us",
+    "levels", "links", "hosts", "intra_node", NULL
 };
 #define TOP_KEYS_TEXT "profile, host_overhead_us, host_variation, link_latency_us, " \
-    "link_variation, jitter, outliers, loss_probability, timeout_us, flow_penalty_us, levels, " \
-    "links, hosts, intra_node"
+    "link_variation, jitter, outliers, power_state, loss_probability, timeout_us, " \
+    "flow_penalty_us, levels, links, hosts, intra_node"
+
+/* A sporadic delay, {probability, min_us, max_us}: `outliers` and `power_state`. Where the mapping
+ * is, is kept in *at, so that a min_us over max_us, which can only be judged after the whole
+ * file (the other bound may come from the profile or an earlier file), is reported there. */
+static int apply_sporadic(yctx *c, const ts_ynode *val, const char *name, double *prob,
+                          double *min_us, double *max_us, const ts_ynode **at)
+{
+    static const char *const keys[] = { "probability", "min_us", "max_us", NULL };
+    const ts_ynode *v = c->d.v;
+    char what[32], key[64];
+    snprintf(what, sizeof what, "'%s'", name);
+    int rc = check_map(c, val, what, keys, "probability, min_us, max_us");
+    if (rc)
+        return rc;
+    *at = val;
+    for (int j = val->first; j >= 0 && !rc; j = v[v[j].next].next) {
+        const ts_ynode *ov = &v[v[j].next];
+        snprintf(key, sizeof key, "%s.%s", name, v[j].text);
+        if (strcmp(v[j].text, "probability") == 0)
+            rc = get_number(c, ov, key, R_PROB, prob);
+        else
+            rc = get_number(c, ov, key, R_NONNEG, strcmp(v[j].text, "min_us") == 0 ? min_us : max_us);
+    }
+    return rc;
+}
+
+static int check_sporadic(yctx *c, const char *name, double min_us, double max_us,
+                          const ts_ynode *at)
+{
+    if (min_us <= max_us)
+        return TS_OK;
+    if (at)
+        return yfail(c, at, "%s: min_us (%g) must not exceed max_us (%g)", name, min_us, max_us);
+    return ts_fail(c->err, TS_EINPUT, "%s: %s: min_us (%g) must not exceed max_us (%g)", c->d.src,
+                   name, min_us, max_us);
+}
+
+typedef struct sporadic_at {
+    const ts_ynode *outliers, *power;
+} sporadic_at;
 
 static int apply_top(yctx *c, const ts_ynode *key, const ts_ynode *val, ts_model_params *q,
-                     const ts_ynode **outliers_at)
+                     sporadic_at *at)
 {
-    static const char *const jkeys[] = { "lognormal_sigma", "exp_mean_us", NULL };
-    static const char *const okeys[] = { "probability", "min_us", "max_us", NULL };
+    static const char *const jkeys[] = { "lognormal_sigma", "exp_mean_us", "skew_median_us",
+                                         "skew_sigma", NULL };
     const ts_ynode *v = c->d.v;
     const char *k = key->text;
     int rc;
@@ -496,32 +552,29 @@ static int apply_top(yctx *c, const ts_ynode *key, const ts_ynode *val, ts_model
     if (strcmp(k, "profile") == 0)
         return TS_OK;                       /* handled before every other key */
     if (strcmp(k, "jitter") == 0) {
-        if ((rc = check_map(c, val, "'jitter'", jkeys, "lognormal_sigma, exp_mean_us")))
+        if ((rc = check_map(c, val, "'jitter'", jkeys,
+                            "lognormal_sigma, exp_mean_us, skew_median_us, skew_sigma")))
             return rc;
         for (int j = val->first; j >= 0 && !rc; j = v[v[j].next].next) {
-            if (strcmp(v[j].text, "lognormal_sigma") == 0)
-                rc = get_number(c, &v[v[j].next], "jitter.lognormal_sigma", R_SIGMA, &q->jitter_sigma);
+            const char *jk = v[j].text;
+            const ts_ynode *jv = &v[v[j].next];
+            if (strcmp(jk, "lognormal_sigma") == 0)
+                rc = get_number(c, jv, "jitter.lognormal_sigma", R_SIGMA, &q->jitter_sigma);
+            else if (strcmp(jk, "exp_mean_us") == 0)
+                rc = get_number(c, jv, "jitter.exp_mean_us", R_NONNEG, &q->jitter_exp_mean_us);
+            else if (strcmp(jk, "skew_median_us") == 0)
+                rc = get_number(c, jv, "jitter.skew_median_us", R_NONNEG, &q->jitter_skew_median_us);
             else
-                rc = get_number(c, &v[v[j].next], "jitter.exp_mean_us", R_NONNEG,
-                                &q->jitter_exp_mean_us);
+                rc = get_number(c, jv, "jitter.skew_sigma", R_SIGMA, &q->jitter_skew_sigma);
         }
         return rc;
     }
-    if (strcmp(k, "outliers") == 0) {
-        if ((rc = check_map(c, val, "'outliers'", okeys, "probability, min_us, max_us")))
-            return rc;
-        *outliers_at = val;
-        for (int j = val->first; j >= 0 && !rc; j = v[v[j].next].next) {
-            const ts_ynode *ov = &v[v[j].next];
-            if (strcmp(v[j].text, "probability") == 0)
-                rc = get_number(c, ov, "outliers.probability", R_PROB, &q->outlier_prob);
-            else if (strcmp(v[j].text, "min_us") == 0)
-                rc = get_number(c, ov, "outliers.min_us", R_NONNEG, &q->outlier_min_us);
-            else
-                rc = get_number(c, ov, "outliers.max_us", R_NONNEG, &q->outlier_max_us);
-        }
-        return rc;
-    }
+    if (strcmp(k, "outliers") == 0)
+        return apply_sporadic(c, val, "outliers", &q->outlier_prob, &q->outlier_min_us,
+                              &q->outlier_max_us, &at->outliers);
+    if (strcmp(k, "power_state") == 0)
+        return apply_sporadic(c, val, "power_state", &q->power_prob, &q->power_min_us,
+                              &q->power_max_us, &at->power);
     if (strcmp(k, "levels") == 0)
         return apply_levels(c, val, q);
     if (strcmp(k, "links") == 0)
@@ -552,18 +605,13 @@ static int apply_document(yctx *c, int root, ts_model_params *q)
         ts_model_params_free(q);
         ts_model_params_profile(q, val->text, NULL);
     }
-    const ts_ynode *outliers_at = NULL;
+    sporadic_at at = { NULL, NULL };
     for (int k = v[root].first; k >= 0; k = v[v[k].next].next)
-        if ((rc = apply_top(c, &v[k], &v[v[k].next], q, &outliers_at)))
+        if ((rc = apply_top(c, &v[k], &v[v[k].next], q, &at)))
             return rc;
-    if (q->outlier_min_us > q->outlier_max_us) {
-        if (outliers_at)
-            return yfail(c, outliers_at, "outliers: min_us (%g) must not exceed max_us (%g)",
-                         q->outlier_min_us, q->outlier_max_us);
-        return ts_fail(c->err, TS_EINPUT, "%s: outliers: min_us (%g) must not exceed max_us (%g)",
-                       c->d.src, q->outlier_min_us, q->outlier_max_us);
-    }
-    return TS_OK;
+    if ((rc = check_sporadic(c, "outliers", q->outlier_min_us, q->outlier_max_us, at.outliers)))
+        return rc;
+    return check_sporadic(c, "power_state", q->power_min_us, q->power_max_us, at.power);
 }
 
 int ts_model_params_parse_yaml(ts_model_params *p, const char *text, size_t len,
@@ -924,4 +972,11 @@ double ts_model_base_rtt(const ts_model *m, const ts_fabric *f, int node_a, int 
     for (int x = vb; x != l; x = f->v[x].parent)
         links += m->link_us[x];
     return 2 * links + (m->host_us[va] + m->host_us[vb]) / 2;
+}
+
+double ts_model_mean_jitter_us(const ts_model_params *p)
+{
+    double skew = p->jitter_skew_median_us > 0
+                ? p->jitter_skew_median_us * exp(0.5 * p->jitter_skew_sigma * p->jitter_skew_sigma) : 0;
+    return p->jitter_exp_mean_us + skew;
 }

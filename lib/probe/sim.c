@@ -55,6 +55,12 @@ static double sample_rtt(ts_sim *s, int va, int vb, const int *links, int nlinks
         rtt += ts_rng_exponential(&s->rng, p->jitter_exp_mean_us);
     if (p->outlier_prob > 0 && ts_rng_uniform(&s->rng) < p->outlier_prob)
         rtt += ts_rng_range(&s->rng, p->outlier_min_us, p->outlier_max_us);
+    /* Drawn after the older terms and only when set, so the idealised profiles see the very
+     * same samples from a given run seed as before these terms existed. */
+    if (p->jitter_skew_median_us > 0)
+        rtt += p->jitter_skew_median_us * exp(p->jitter_skew_sigma * ts_rng_normal(&s->rng));
+    if (p->power_prob > 0 && ts_rng_uniform(&s->rng) < p->power_prob)
+        rtt += ts_rng_range(&s->rng, p->power_min_us, p->power_max_us);
     /* Ping-pong uses each link of its path in both directions, so every other pair on the
      * link is an extra flow in the same direction twice per round trip. */
     rtt += 2.0 * extra_flows * p->flow_penalty_us;
@@ -176,7 +182,7 @@ int ts_sim_create(ts_sim **out, const ts_fabric *truth, const ts_model *model, u
         if (d > deepest)
             deepest = d;
     }
-    s->control_rtt_us = 4.0 * deepest + model->p.host_overhead_us + model->p.jitter_exp_mean_us;
+    s->control_rtt_us = 4.0 * deepest + model->p.host_overhead_us + ts_model_mean_jitter_us(&model->p);
     *out = s;
     return TS_OK;
 }

@@ -4,7 +4,9 @@
  *   RTT(a,b) = 2 * sum of one-way latencies of the links on the tree path
  *            + host part (h_a + h_b) / 2, multiplied by lognormal jitter exp(sigma * Z)
  *            + exponential jitter (mean jitter_exp_mean_us)
+ *            + skewed jitter exp(ln(jitter_skew_median_us) + jitter_skew_sigma * Z')
  *            + with probability outlier_prob, U(outlier_min_us, outlier_max_us)
+ *            + with probability power_prob, U(power_min_us, power_max_us)
  *            + flow_penalty_us for every extra concurrent flow on each directed link used
  *
  * h_x is node x's stack overhead per round trip, so two nominal hosts add host_overhead_us.
@@ -50,7 +52,12 @@ typedef struct ts_model_params {
     double link_variation;         /* relative, uniform +-, fixed per link */
     double jitter_sigma;           /* lognormal sigma on the host part */
     double jitter_exp_mean_us;     /* additive exponential jitter */
+    /* Additive lognormal jitter (0 = none): always positive with a long upper tail, the shape
+     * of a kernel stack's round trips (a tight lower tail, a long upper one). */
+    double jitter_skew_median_us, jitter_skew_sigma;
     double outlier_prob, outlier_min_us, outlier_max_us;
+    /* Probes that wake a core from a deep C-state: a per-probe probability and the added range */
+    double power_prob, power_min_us, power_max_us;
     double loss_prob;              /* per probe, everywhere */
     double timeout_us;             /* cost of a lost probe */
     double flow_penalty_us;        /* per extra concurrent flow on a link, same direction */
@@ -117,5 +124,8 @@ int ts_model_realize(ts_model *m, ts_fabric *f, const ts_model_params *p, uint64
 void ts_model_free(ts_model *m);
 /* Noise-free round trip: 2 * links + host part (no jitter, no interference). */
 double ts_model_base_rtt(const ts_model *m, const ts_fabric *f, int node_a, int node_b);
+/* The mean of the additive jitter every round trip pays (exponential and skewed parts; not the
+ * sporadic outliers and power-state wake-ups), in µs. */
+double ts_model_mean_jitter_us(const ts_model_params *p);
 
 #endif

