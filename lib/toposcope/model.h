@@ -73,9 +73,10 @@ typedef struct ts_model_params {
     ts_host_override *host_overrides;
 } ts_model_params;
 
-/* The built-in profiles (doc/params.md), idealised, still under their old names too. */
+/* The built-in profiles (doc/params.md): two idealised ones, still under their old names too,
+ * and three from published round trips. */
 #define TS_MODEL_PROFILES_TEXT "ideal-ethernet (old name: ethernet), ideal-infiniband (old name: " \
-    "infiniband)"
+    "infiniband), ethernet-udp, ipoib-udp, rdma"
 
 /* Fills p with a profile by name (an old name gives its profile, whose name p->profile then
  * holds). Returns TS_EINPUT for an unknown name. p is initialised here (its earlier contents are

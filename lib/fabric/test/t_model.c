@@ -180,6 +180,99 @@ static void test_profile_names(void)
            "mean jitter: plus the skewed part's mean, median * exp(sigma^2 / 2)");
 }
 
+/* The published profiles, built on the numbers doc/params.md derives them from, checked here
+ * for what those numbers must imply. */
+static void test_published_profiles(void)
+{
+    ts_model_params p;
+    ts_error err;
+    const struct { const char *name; double step_lo, step_hi; } real[] = {
+        /* a level step (four more link traversals per round trip) in the published range */
+        { "ethernet-udp", 1.4, 4.0 }, { "ipoib-udp", 0.5, 1.1 }, { "rdma", 0.5, 1.1 },
+    };
+    ts_fabric f;
+    small_tree(&f);
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        const char *n = real[i].name;
+        is_int(ts_model_params_profile(&p, n, &err), TS_OK, "%s profile", n);
+        ok(strcmp(p.profile, n) == 0, "%s: name kept", n);
+        double step = 4 * p.link_latency_us;
+        ok(step >= real[i].step_lo && step <= real[i].step_hi, "%s: a level step of %.2f us is in "
+           "[%.1f, %.1f]", n, step, real[i].step_lo, real[i].step_hi);
+        ok(p.jitter_skew_median_us > 0 && p.jitter_skew_sigma > 0, "%s: skewed jitter on", n);
+        ok(p.jitter_sigma == 0 && p.jitter_exp_mean_us == 0,
+           "%s: no two-sided jitter (the lower tail stays tight)", n);
+        ok(p.host_variation > 0, "%s: hosts differ (per-host offsets on)", n);
+        ok(p.power_prob == 0 && p.power_min_us == 5 && p.power_max_us == 20,
+           "%s: power states off, 5..20 us when turned on", n);
+        ts_model m;
+        is_int(ts_model_realize(&m, &f, &p, 1, NULL, 0, &err), TS_OK, "%s realizes", n);
+        ts_model_free(&m);
+        ts_model_params_free(&p);
+    }
+    ts_fabric_free(&f);
+    /* On kernel stacks a host's offset can exceed a level step (several us between nodes) */
+    const char *kernel[] = { "ethernet-udp", "ipoib-udp" };
+    for (int i = 0; i < 2; i++) {
+        ts_model_params_profile(&p, kernel[i], &err);
+        ok(p.host_variation * p.host_overhead_us > 4 * p.link_latency_us,
+           "%s: a host's offset (up to %.1f us) can exceed a level step (%.1f us)", kernel[i],
+           p.host_variation * p.host_overhead_us, 4 * p.link_latency_us);
+    }
+    /* the YAML key takes the new names */
+    ts_model_params_profile(&p, "ideal-ethernet", &err);
+    const char *y = "profile: ipoib-udp\n";
+    is_int(ts_model_params_parse_yaml(&p, y, strlen(y), "y", &err), TS_OK, "profile: ipoib-udp");
+    ok(strcmp(p.profile, "ipoib-udp") == 0 && p.jitter_skew_median_us == 11, "switched to it");
+    ts_model_params_free(&p);
+}
+
+/* Static per-host offsets: drawn once from the fabric seed (TS_MODEL_SEED, default 42), within
+ * the profile's +-15 %, and spread enough to make pairs of one leaf switch differ by more than a
+ * level step. Over fabric seeds 1..2000 no assertion here failed: the range check fails with
+ * probability < 1e-10 (below), and the least spread of one leaf's pairs was 8.2 us against a
+ * bound of 2.64 us. */
+static void test_host_offsets(void)
+{
+    const char *seed_env = getenv("TS_MODEL_SEED");
+    uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10) : 42;
+    ts_fabric f;
+    ts_model_params p;
+    ts_model m1, m2;
+    ts_error err;
+    big_tree(&f);
+    ts_model_params_profile(&p, "ethernet-udp", &err);
+    ts_model_realize(&m1, &f, &p, seed, NULL, 0, &err);
+    ts_model_realize(&m2, &f, &p, seed, NULL, 0, &err);
+    ok(memcmp(m1.host_us, m2.host_us, sizeof(double) * (size_t)f.nvert) == 0,
+       "ethernet-udp: the same fabric seed gives every host the same offset");
+    double lo = 1e9, hi = 0;
+    int inside = 1;
+    for (int i = 0; i < f.nnodes; i++) {
+        double r = m1.host_us[f.node_vertex[i]] / p.host_overhead_us;
+        inside &= r >= 1 - p.host_variation && r <= 1 + p.host_variation;
+        lo = fmin(lo, r);
+        hi = fmax(hi, r);
+    }
+    ok(inside, "every host within +-15 %% of 60.7 us");
+    /* P(all 128 draws above 1 - 0.1) = (1 - 0.05 / 0.3)^128 < 1e-10: the spread covers the range */
+    ok(lo < 0.9 && hi > 1.1, "hosts spread over the range (%.3f..%.3f)", lo, hi);
+    /* the host part of same-leaf pairs (n000..n015) spans more than a level step */
+    double pmin = 1e9, pmax = 0;
+    for (int a = 0; a < 16; a++)
+        for (int b = a + 1; b < 16; b++) {
+            double r = ts_model_base_rtt(&m1, &f, a, b);
+            pmin = fmin(pmin, r);
+            pmax = fmax(pmax, r);
+        }
+    ok(pmax - pmin > 4 * p.link_latency_us * 1.1, "pairs of one leaf switch differ by %.1f us, more "
+       "than a level step (%.1f us)", pmax - pmin, 4 * p.link_latency_us);
+    ts_model_free(&m1);
+    ts_model_free(&m2);
+    ts_model_params_free(&p);
+    ts_fabric_free(&f);
+}
+
 static void test_yaml_good(void)
 {
     ts_model_params p;
@@ -684,6 +777,8 @@ int main(void)
     snprintf(data_dir, sizeof data_dir, "%s/tests/data/params", src ? src : ".");
     test_profiles();
     test_profile_names();
+    test_published_profiles();
+    test_host_offsets();
     test_yaml_good();
     test_yaml_bad();
     test_realize_basic();
