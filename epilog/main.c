@@ -72,7 +72,8 @@ static void usage(FILE *out)
             "  -h, --help           this text\n"
             "\n"
             "exit status: 0 done (with or without anomalies), 1 the record could not be written,\n"
-            "2 bad options or input files.\n");
+            "2 bad options or input files (a bad --policy: the record is still written, with the\n"
+            "default thresholds).\n");
 }
 
 void fail_msg(const char *fmt, ...)
@@ -285,7 +286,7 @@ static int leader_record(const epilog_config *c)
     ts_fabric admin, tree;
     ts_record r;
     ts_status st = {0};
-    int have_admin = 0, have_tree = 0, status = 2;
+    int have_admin = 0, have_tree = 0, status = 2, bad_policy = 0;
     ts_policy_default(&pol);
     ts_baseline_init(&base);
     ts_fabric_init(&admin);
@@ -295,9 +296,13 @@ static int leader_record(const epilog_config *c)
     if (c->policy) {
         const char *env = getenv("TOPOSCOPE_POLICY_DIR");
         const char *dirs[] = { env && *env ? env : "/etc/toposcope/policies", "/etc/toposcope/policies", NULL };
+        /* A policy that does not load costs its thresholds and drain rule, never the record:
+         * the job is recorded with the default thresholds (which drain nothing), and the exit
+         * status says the input was bad. */
         if (ts_policy_load(&pol, c->policy, dirs, &err) != TS_OK) {
-            fail_msg("%s", err.text);
-            goto out;
+            fail_msg("%s; recording with the default thresholds (no drain)", err.text);
+            ts_policy_default(&pol);
+            bad_policy = 1;
         }
     }
     /* default: baseline.yaml beside the records directory (/var/lib/toposcope/baseline.yaml for
@@ -412,7 +417,7 @@ static int leader_record(const epilog_config *c)
     }
     /* the record is safe: the flag index, the AdminComment and drains can only add to it */
     epilog_after_record(c, &pol, &r);
-    status = 0;
+    status = bad_policy ? 2 : 0;
 out:
     ts_status_free(&st);
     ts_record_free(&r);

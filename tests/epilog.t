@@ -280,6 +280,12 @@ for bad in . .. ../rec ._1 1/2; do
       [ -z "$(ls -A "$tmp/jobdot/rec")" ]
     ok $? "--job '$bad' is refused (exit $rc), nothing removed or written"
 done
+# a policy file that does not load costs its thresholds, never the record
+spool_job 701 3
+printf 'placement:\n  kind: compact\nanomaly:\n  threshold_pct: lots\n' > "$tmp/badpolicy.yaml"
+run_epilog 701 --policy "$tmp/badpolicy.yaml" 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "$tmp/badpolicy.yaml:4:.*threshold_pct.*default thresholds" "$tmp/err" && [ -s "$tmp/rec/job-701.yaml" ]
+ok $? "a bad --policy: exit 2 naming FILE:LINE, and the record written all the same"
 "$bin" report --records "$tmp/nope" 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "$tmp/nope" "$tmp/err"; ok $? "a missing records directory: exit 2 naming it"
 "$bin" report --records "$tmp/rec" --since 7x 2> "$tmp/err"; [ $? -eq 2 ]; ok $? "--since 7x is refused"
