@@ -1738,6 +1738,10 @@ static int flat_tree(const fast *F)
 
 int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, ts_error *err)
 {
+    /* Two nodes: their one pair is the whole plan, and there is nothing to split (the top-down
+     * cut wants three nodes to compare near with far), so it is the all-pairs plan. */
+    if (e->tp->nnodes == 2)
+        return ts_discover_allpairs(e, tree, rep, err);
     int rc0 = ts_method_begin("the fast method", e, tree, rep, err);
     if (rc0 != TS_OK)
         return rc0;

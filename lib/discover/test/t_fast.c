@@ -64,6 +64,22 @@ static void test_small_leaves(void)
     ok(exact == seeds, "ethernet p=8 (leaves of 4 nodes): %d/%d seeds exact", exact, seeds);
 }
 
+/* The smallest jobs: two nodes (one pair, nothing to split) and three. */
+static void test_tiny_jobs(void)
+{
+    for (int nodes = 2; nodes <= 3; nodes++) {
+        ts_fabric f;
+        ts_error err = {{0}};
+        const int fanout[] = {1, nodes};
+        ts_gen_regular(&f, fanout, 2, 0, &err);
+        run r = simulate(&f, "ethernet", 0, 1, 0);
+        ok(r.rc == TS_OK && r.acc.tree_exact && r.nodes_in_tree == nodes,
+           "%d nodes under one switch: exact (rc %d, %d nodes in the tree)", nodes, r.rc,
+           r.nodes_in_tree);
+        ts_fabric_free(&f);
+    }
+}
+
 /* The 1024-node fat tree, names shuffled: exact, and far below all-pairs' cost (1023 rounds,
  * 523776 probes, ~1.6 s of virtual time on this tree). */
 static void test_fat_tree_1024(const char *profile, double max_ms)
@@ -302,6 +318,7 @@ int main(void)
     test_fat_trees("ethernet");
     test_fat_trees("infiniband");
     test_small_leaves();
+    test_tiny_jobs();
     test_fat_tree_1024("ethernet", 100);
     test_fat_tree_1024("infiniband", 10);
     test_light_rounds();
