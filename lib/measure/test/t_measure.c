@@ -73,19 +73,24 @@ static char *slurp(int dirfd, const char *name)
     return s;
 }
 
+/* One measurement on a fresh bench with budget_us; known: the tree is given (PMM's plan). The
+ * caller takes the bench down, and frees m when this returned TS_OK. */
+static int measure_on_bench(bench *b, double budget_us, int known, ts_measure *m, ts_error *err)
+{
+    ts_measure_options o;
+    ts_measure_options_default(&o);
+    int rc = bench_up(b, budget_us, err);
+    o.names = b->names;
+    o.known_tree = known ? &b->truth : NULL;
+    return rc == TS_OK ? ts_measure_run(&b->e, &o, m, err) : rc;
+}
+
 static void test_discovered(void)
 {
     bench b;
     ts_error err = {{0}};
     ts_measure m;
-    ts_measure_options o;
-    ts_measure_options_default(&o);
-    o.names = NULL;
-    int rc = bench_up(&b, 10e6, &err);
-    if (rc == TS_OK) {
-        o.names = b.names;
-        rc = ts_measure_run(&b.e, &o, &m, &err);
-    }
+    int rc = measure_on_bench(&b, 10e6, 0, &m, &err);
     if (!ok(rc == TS_OK, "discovery and links on 16 simulated nodes: %s", err.text)) {
         bench_down(&b);
         return;
@@ -141,13 +146,7 @@ static void test_known_tree(void)
     bench b;
     ts_error err = {{0}};
     ts_measure m;
-    ts_measure_options o;
-    ts_measure_options_default(&o);
-    int rc = bench_up(&b, 10e6, &err);
-    o.names = b.names;
-    o.known_tree = &b.truth;
-    if (rc == TS_OK)
-        rc = ts_measure_run(&b.e, &o, &m, &err);
+    int rc = measure_on_bench(&b, 10e6, 1, &m, &err);
     ok(rc == TS_OK && m.links_ran && m.links.undetermined == 0 && m.plan.paths_examined > 0,
        "a known tree: PMM's plan (%ld paths examined) determines every link: %s",
        rc == TS_OK ? m.plan.paths_examined : 0L, err.text);
@@ -162,20 +161,12 @@ static void test_small_budget(void)
     bench b;
     ts_error err = {{0}};
     ts_measure m;
-    ts_measure_options o;
-    ts_measure_options_default(&o);
-    int rc = bench_up(&b, 10e6, &err);
-    o.names = b.names;
-    if (rc == TS_OK)
-        rc = ts_measure_run(&b.e, &o, &m, &err);
+    int rc = measure_on_bench(&b, 10e6, 0, &m, &err);
     double discovery = rc == TS_OK ? m.disc_end_us - m.disc_start_us : 0;
     if (rc == TS_OK)
         ts_measure_free(&m);
     bench_down(&b);
-    rc = bench_up(&b, discovery * 1.05, &err);
-    o.names = b.names;
-    if (rc == TS_OK)
-        rc = ts_measure_run(&b.e, &o, &m, &err);
+    rc = measure_on_bench(&b, discovery * 1.05, 0, &m, &err);
     char why[512] = "";
     ok(rc == TS_OK && b.e.partial && m.tree.nnodes == 16 && (!m.links_ran || m.links.partial) &&
            strcmp(ts_measure_verdict(&m, why, sizeof why), "partial") == 0 && strstr(why, "budget"),
