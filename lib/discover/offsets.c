@@ -1,0 +1,139 @@
+/* toposcope — per-host offsets of round trips (see offsets.h).
+ *
+ * The weights: a class's noise scale is its mean absolute residual (robust enough once the
+ * outliers are weighted down, and O(m), where a median would sort); an equation more than
+ * HUBER_C scales off keeps the share of its weight that puts it at HUBER_C. Near pairs mixed
+ * into a class (a region not yet cut) are such outliers: they pull the fit by little. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "offsets.h"
+
+#define HUBER_C 2.5         /* scales before an equation loses weight */
+
+static double huber_weight(double resid, double scale)
+{
+    double a = fabs(resid);
+    return a <= HUBER_C * scale || scale <= 0 ? 1.0 : HUBER_C * scale / a;
+}
+
+/* Equations by node: the used ones of node i are idx[start[i], start[i + 1]). */
+static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp, long **idxp)
+{
+    long *start = calloc((size_t)n + 1, sizeof(long));
+    long *fill = malloc(sizeof(long) * ((size_t)n + 1));
+    long *idx = malloc(sizeof(long) * (size_t)(2 * m + 1));
+    if (!start || !fill || !idx) {
+        free(start);
+        free(fill);
+        free(idx);
+        return -1;
+    }
+    for (long j = 0; j < m; j++)
+        if (obs[j].cls >= 0) {
+            start[obs[j].a + 1]++;
+            start[obs[j].b + 1]++;
+        }
+    for (int i = 0; i < n; i++)
+        start[i + 1] += start[i];
+    memcpy(fill, start, sizeof(long) * (size_t)n);
+    for (long j = 0; j < m; j++)
+        if (obs[j].cls >= 0) {
+            idx[fill[obs[j].a]++] = j;
+            idx[fill[obs[j].b]++] = j;
+        }
+    free(fill);
+    *startp = start;
+    *idxp = idx;
+    return 0;
+}
+
+/* Each class's level (weighted mean of v - off[a] - off[b]) and scale (mean |residual|). */
+static void fit_levels(const ts_offset_obs *obs, long m, int ncls, const double *off,
+                       double *level, double *scale, double *sum, double *wsum)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        memset(sum, 0, sizeof(double) * (size_t)ncls);
+        memset(wsum, 0, sizeof(double) * (size_t)ncls);
+        for (long j = 0; j < m; j++) {
+            const ts_offset_obs *o = &obs[j];
+            if (o->cls < 0)
+                continue;
+            double x = o->v - off[o->a] - off[o->b];
+            if (pass == 0) {
+                double w = isfinite(level[o->cls]) ? huber_weight(x - level[o->cls], scale[o->cls]) : 1;
+                sum[o->cls] += w * x;
+                wsum[o->cls] += w;
+            } else {
+                sum[o->cls] += fabs(x - level[o->cls]);
+                wsum[o->cls] += 1;
+            }
+        }
+        for (int c = 0; c < ncls; c++) {
+            if (pass == 0)
+                level[c] = wsum[c] > 0 ? sum[c] / wsum[c] : NAN;
+            else
+                scale[c] = wsum[c] > 0 ? 1.25 * sum[c] / wsum[c] : 0;
+        }
+    }
+}
+
+int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, double *off,
+                        double *level, int sweeps)
+{
+    long *start, *idx;
+    double *scale = calloc((size_t)ncls + 1, sizeof(double));
+    double *sum = malloc(sizeof(double) * ((size_t)ncls + 1));
+    double *wsum = malloc(sizeof(double) * ((size_t)ncls + 1));
+    if (!scale || !sum || !wsum || index_by_node(n, obs, m, &start, &idx)) {
+        free(scale);
+        free(sum);
+        free(wsum);
+        return -1;
+    }
+    for (int c = 0; c < ncls; c++)
+        level[c] = NAN;
+    fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
+    /* the shrinkage weighs as one equation of the noisiest class */
+    double shrink = 0;
+    for (int c = 0; c < ncls; c++)
+        if (scale[c] > 0 && (shrink == 0 || 1 / (scale[c] * scale[c]) < shrink))
+            shrink = 1 / (scale[c] * scale[c]);
+    if (shrink == 0)
+        shrink = 1;
+    for (int s = 0; s < sweeps; s++) {
+        for (int i = 0; i < n; i++) {
+            double num = 0, den = shrink;   /* the shrinkage: one equation saying 0 */
+            for (long k = start[i]; k < start[i + 1]; k++) {
+                const ts_offset_obs *o = &obs[idx[k]];
+                int other = o->a == i ? o->b : o->a;
+                if (!isfinite(level[o->cls]))
+                    continue;
+                double x = o->v - off[other] - level[o->cls];
+                /* a class's equations count by its precision: the far pairs of a loaded top
+                 * region vary by several us with the load, a leaf's pairs by the jitter */
+                double sc = scale[o->cls] > 0 ? scale[o->cls] : 1;
+                double w = huber_weight(x - off[i], sc) / (sc * sc);
+                num += w * x;
+                den += w;
+            }
+            off[i] = num / den;
+        }
+        fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
+    }
+    /* centre: the offsets' mean moves into the levels (twice: a pair has two hosts) */
+    double mean = 0;
+    for (int i = 0; i < n; i++)
+        mean += off[i];
+    mean /= n > 0 ? n : 1;
+    for (int i = 0; i < n; i++)
+        off[i] -= mean;
+    for (int c = 0; c < ncls; c++)
+        level[c] += 2 * mean;
+    free(start);
+    free(idx);
+    free(scale);
+    free(sum);
+    free(wsum);
+    return 0;
+}

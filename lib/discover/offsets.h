@@ -1,0 +1,26 @@
+/* toposcope — per-host offsets of round trips (private to lib/).
+ *
+ * A round trip between nodes a and b is a's stack time + b's stack time + the fabric's time on
+ * the path; on real clusters hosts differ by more than a switch level adds (BIOS power
+ * settings, interrupt coalescing, NIC firmware). Decisions on raw round trips then see the
+ * hosts, not the fabric. The fit below removes them: every used measurement is one equation
+ * v = off[a] + off[b] + level[cls], where cls names a set of pairs known to cross the same
+ * switch under the same load (the far pairs of one region). */
+#ifndef TOPOSCOPE_OFFSETS_H
+#define TOPOSCOPE_OFFSETS_H
+
+typedef struct ts_offset_obs {
+    int a, b;
+    int cls;                /* its class, 0..ncls-1; negative: not used */
+    double v;               /* the pair's round-trip estimate, us */
+} ts_offset_obs;
+
+/* Fit off[0..n-1] (in/out: the previous fit is the starting point; centred on return so that
+ * their mean is 0) and level[0..ncls-1] (out) by robust least squares: Gauss-Seidel sweeps over
+ * nodes and classes, each equation weighted down (Huber) when its residual is far out for its
+ * class, and every offset shrunk towards 0 by one equation's weight so that a node with few
+ * pairs keeps a small offset. Returns 0, or -1 when out of memory. */
+int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, double *off,
+                        double *level, int sweeps);
+
+#endif
