@@ -93,6 +93,8 @@ typedef struct region {
     double margin;          /* pairs one class would have put into its widest gap (gap_margin) */
     double threshold;       /* ... and the margin that is significant */
     double lof_z;           /* a small region without a gap: its lack of fit as a star */
+    double group_z;         /* a split one: how far its children look grouped (z) */
+    int ungrouped;          /* split, but its children may group below it: unresolved */
     double gap_us;          /* ... and in us */
     double level;           /* median round trip of its class, for the tree's lengths */
     long nfrag, nsep;       /* fragments, and fragment pairs known apart */
@@ -120,7 +122,7 @@ typedef struct fast {
     long nm, capm;
     double *off;            /* host offsets, us */
     int *uf;                /* fragments: union-find over nodes */
-    int *local;             /* node -> its position in its region (star_lack_of_fit) */
+    int *local;             /* node -> its position in its region (level_lack_of_fit) */
     pairset sep;            /* fragment pairs (by root) known or planned apart, this step ... */
     pairset once;           /* ... and those with one far pair so far (see add_separation) */
     int *ambiguous;         /* a node of each unresolved region, for the report */
@@ -275,6 +277,15 @@ static void tournament_round(walk *W, int b, const int *mem, int nmem, int t)
         if (p < nmem && q < nmem)
             add_pair(W, b, mem[p], mem[q]);
     }
+}
+
+/* Tournament rounds after which a small region is proven a star (or its children shown not
+ * to group): one cycle, every pair once, and half a cycle more, every other pair twice for
+ * the pure error (level_lack_of_fit). */
+static int tournament_proof(int nmem)
+{
+    int cycle = nmem + (nmem & 1) - 1;
+    return cycle + (cycle + 1) / 2;
 }
 
 /* Random pairs of the members in free[0..nfree-1]. */
@@ -553,6 +564,7 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
     /* Cut k with t stragglers: [0, k) near, [k + t, m) far, the t between them in the gap (a
      * near pair whose samples all fell in the jitter's tail), neither. For each t, the
      * CUT_CANDIDATES widest consistent gaps, then their margins. */
+    double threshold = log((double)m) - log(FALSE_SPLIT);
     for (long t = 0; t <= STRAGGLERS; t++) {
         long cand[CUT_CANDIDATES];
         int nc = 0;
@@ -575,7 +587,11 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
         for (int c = 0; c < nc; c++) {
             long k = cand[c], f = k + t;
             double g = x[f].r - x[k - 1].r, margin = gap_margin(x, k, t, m);
-            if (margin <= best.margin)
+            /* the region splits at its top level: of the significant gaps the highest (a
+             * region of pods of leaves shows both levels; the pods come first), otherwise
+             * the widest, for the report */
+            int sig = margin >= threshold, best_sig = best.margin >= threshold;
+            if (sig != best_sig ? !sig : sig ? f <= best.k + best.t : margin <= best.margin)
                 continue;
             /* the far band ends at Tukey's far-out fence (upper quartile + 3 interquartile
              * ranges), widened by the gap: a pair beyond it is an outlier, not evidence */
@@ -585,8 +601,8 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
     }
     /* significant: a chance gap so wide, at the widest of m places, has probability below
      * FALSE_SPLIT (the widest of m exponential spacings exceeds the mean by ~ln m) */
-    best.threshold = log((double)m) - log(FALSE_SPLIT);
-    best.significant = best.k > 0 && best.margin >= best.threshold;
+    best.threshold = threshold;
+    best.significant = best.k > 0 && best.margin >= threshold;
     free(merges);
     return best;
 }
@@ -601,76 +617,127 @@ static int cmp_resid_pair(const void *x, const void *y, void *ctx)
     return ka < kb ? -1 : ka > kb ? 1 : (a->j > b->j) - (a->j < b->j);
 }
 
-/* Whether the pairs of a region without a gap fit a star: their means over two tournaments
- * against the star's model (mean = o[a] + o[b], every host its own offset, fitted here), with
- * the noise measured by the two tournaments' differences (pure error). A level hidden in the
- * noise leaves structure the star cannot fit. Returns the lack of fit as a z score of the log
- * variance ratio (NAN when it cannot be told); x lists the region's measurements in pair
- * order (region_residuals). */
-static double star_lack_of_fit(fast *F, const int *mem, int nmem, resid *x, long m)
+/* Whether the pairs of a region without a gap fit a star: each pair's mean against the model
+ * mean = o[a] + o[b] (every host its own offset, fitted here, weighted by the pair's count of
+ * measurements), with the noise measured by the pairs measured twice (pure error: the
+ * difference of two measurements of one pair). A level hidden in the noise leaves structure
+ * a star cannot fit. Returns
+ * the lack of fit as a z score of the log variance ratio (NAN when it cannot be told); x lists
+ * the region's measurements in pair order (region_residuals). */
+static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *x, long m)
 {
     double *o = calloc((size_t)nmem, sizeof(double)), *pm = malloc(sizeof(double) * (size_t)(m + 1));
-    int *pa = malloc(sizeof(int) * (size_t)(2 * m + 2));
-    if (!o || !pm || !pa) {
-        free(o);
-        free(pm);
-        free(pa);
-        return NAN;
-    }
+    int *pa = malloc(sizeof(int) * (size_t)(3 * m + 3));
+    double *num = calloc((size_t)nmem, sizeof(double)), *den = calloc((size_t)nmem, sizeof(double));
+    double z = NAN;
+    if (!o || !pm || !pa || !num || !den)
+        goto out;
     for (int i = 0; i < nmem; i++)
         F->local[mem[i]] = i;
-    long P = 0;
+    long P = 0, Prep = 0;
     double pure = 0;
-    for (long j = 0; j + 1 < m; j++) {
-        const meas *u = &F->M[x[j].j], *w = &F->M[x[j + 1].j];
-        if (pair_key(u->a, u->b) != pair_key(w->a, w->b))
-            continue;
-        pm[P] = 0.5 * (u->v + w->v);
-        pa[2 * P] = F->local[u->a];
-        pa[2 * P + 1] = F->local[u->b];
-        pure += 0.5 * (u->v - w->v) * (u->v - w->v);     /* var of one measurement */
-        P++;
-        while (j + 1 < m && pair_key(F->M[x[j + 1].j].a, F->M[x[j + 1].j].b) == pair_key(u->a, u->b))
-            j++;
-    }
-    double z = NAN;
-    if (P > nmem && pure > 0) {
-        /* the star's fit: damped Jacobi sweeps (plain ones swing on a complete graph) */
-        double *num = calloc((size_t)nmem, sizeof(double));
-        int *cnt = calloc((size_t)nmem, sizeof(int));
-        for (int sweep = 0; num && cnt && sweep < 40; sweep++) {
-            memset(num, 0, sizeof(double) * (size_t)nmem);
-            memset(cnt, 0, sizeof(int) * (size_t)nmem);
-            for (long q = 0; q < P; q++) {
-                num[pa[2 * q]] += pm[q] - o[pa[2 * q + 1]];
-                num[pa[2 * q + 1]] += pm[q] - o[pa[2 * q]];
-                cnt[pa[2 * q]]++;
-                cnt[pa[2 * q + 1]]++;
+    for (long j = 0; j < m;) {
+        const meas *u = &F->M[x[j].j];
+        long e = j + 1;
+        while (e < m && pair_key(F->M[x[e].j].a, F->M[x[e].j].b) == pair_key(u->a, u->b))
+            e++;
+        if (ts_uf_find(F->uf, u->a) != ts_uf_find(F->uf, u->b)) {
+            const meas *w = &F->M[x[j + (e > j + 1)].j];
+            pm[P] = 0.5 * (u->v + w->v);
+            pa[3 * P] = F->local[u->a];
+            pa[3 * P + 1] = F->local[u->b];
+            pa[3 * P + 2] = e > j + 1 ? 2 : 1;      /* measurements behind the mean */
+            if (e > j + 1) {
+                pure += 0.5 * (u->v - w->v) * (u->v - w->v);   /* var of one measurement */
+                Prep++;
             }
-            for (int i = 0; i < nmem; i++)
-                if (cnt[i])
-                    o[i] = 0.5 * (o[i] + num[i] / cnt[i]);
+            P++;
         }
-        double rss = 0;
-        for (long q = 0; num && cnt && q < P; q++) {
-            double e = pm[q] - o[pa[2 * q]] - o[pa[2 * q + 1]];
-            rss += e * e;
-        }
-        double dof = (double)(P - nmem);
-        double ratio = (rss / dof) / (0.5 * pure / (double)P);
-        if (num && cnt && ratio > 0)
-            z = log(ratio) / sqrt(2 / dof + 2 / (double)P);
-        if (getenv("LOFDBG"))
-            fprintf(stderr, "LOF n %d P %ld m %ld rss/dof %.4f pure %.4f z %.2f\n", nmem, P, m, rss / dof, pure / P, z);
-        free(num);
-        free(cnt);
+        j = e;
     }
+    if (P <= nmem || Prep < 2 || !(pure > 0))
+        goto out;
+    /* the fit: damped Jacobi sweeps (plain ones swing on a complete graph) */
+    for (int sweep = 0; sweep < 40; sweep++) {
+        memset(num, 0, sizeof(double) * (size_t)nmem);
+        memset(den, 0, sizeof(double) * (size_t)nmem);
+        for (long q = 0; q < P; q++) {
+            int a = pa[3 * q], b = pa[3 * q + 1], w = pa[3 * q + 2];
+            num[a] += w * (pm[q] - o[b]);
+            num[b] += w * (pm[q] - o[a]);
+            den[a] += w;
+            den[b] += w;
+        }
+        for (int i = 0; i < nmem; i++)
+            if (den[i] > 0)
+                o[i] = 0.5 * (o[i] + num[i] / den[i]);
+    }
+    double rss = 0;
+    for (long q = 0; q < P; q++) {
+        double e = pm[q] - o[pa[3 * q]] - o[pa[3 * q + 1]];
+        rss += pa[3 * q + 2] * e * e;
+    }
+    double dof = (double)(P - nmem), ratio = (rss / dof) / (pure / (double)Prep);
+    if (ratio > 0)
+        z = log(ratio) / sqrt(2 / dof + 2 / (double)Prep);
+out:
     free(o);
     free(pm);
     free(pa);
+    free(num);
+    free(den);
     return z;
 }
 
+static int cmp_group_pair(const void *x, const void *y)
+{
+    const double *a = x, *b = y;    /* {key, residual} */
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* Whether a split region's children group below its switch: its far pairs (y[0..n-1], inside
+ * the band) by pair of fragments, one-way analysis of variance. Children that form a star
+ * under the switch have far pairs alike whichever two they join; a level hidden between them
+ * sets some pairs of children apart from the others, beyond the spread of the node pairs
+ * within one pair of children (load, jitter). Returns the variance ratio's log as a z score
+ * (NAN when it cannot be told). */
+static double children_grouping(fast *F, const pair_resid *y, long n, double far_hi)
+{
+    double *g = malloc(sizeof(double) * 2 * (size_t)(n + 1));
+    if (!g)
+        return NAN;
+    long N = 0;
+    for (long i = 0; i < n; i++) {
+        if (y[i].r > far_hi)
+            continue;
+        const meas *q = &F->M[y[i].j];
+        g[2 * N] = (double)pair_key(ts_uf_find(F->uf, q->a), ts_uf_find(F->uf, q->b));
+        g[2 * N++ + 1] = y[i].r;
+    }
+    qsort(g, (size_t)N, 2 * sizeof(double), cmp_group_pair);
+    double mean = 0, between = 0, within = 0;
+    for (long i = 0; i < N; i++)
+        mean += g[2 * i + 1];
+    mean /= N > 0 ? (double)N : 1;
+    long G = 0;
+    for (long i = 0; i < N;) {
+        long e = i;
+        double sum = 0;
+        while (e < N && g[2 * e] == g[2 * i])
+            sum += g[2 * e++ + 1];
+        double gm = sum / (double)(e - i);
+        for (long k = i; k < e; k++)
+            within += (g[2 * k + 1] - gm) * (g[2 * k + 1] - gm);
+        between += (double)(e - i) * (gm - mean) * (gm - mean);
+        G++;
+        i = e;
+    }
+    free(g);
+    if (G < 3 || N - G < 2 || !(within > 0))
+        return NAN;
+    double d1 = (double)(G - 1), d2 = (double)(N - G), ratio = (between / d1) / (within / d2);
+    return ratio > 0 ? log(ratio) / sqrt(2 / d1 + 2 / d2) : NAN;
+}
 
 /* The region's measurements at the current samples per pair, grouped by pair (x, in pair
  * order), and one residual per pair, their mean, in residual order (y; y[i].j is the index
@@ -725,6 +792,9 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
     if (region_residuals(F, ri, &x, &m, &y, &np) != TS_OK)
         return TS_ENOMEM;
     level_gap g = find_level_gap(F, K, mem, nmem, y, np);
+    if (getenv("FASTDUMP") && ri == atoi(getenv("FASTDUMP")))
+        for (long i = 0; i < np; i++)
+            fprintf(stderr, "R %d %d %.3f\n", F->M[y[i].j].a, F->M[y[i].j].b, y[i].r);
     /* a region in its first tournament decides once every pair has met: fewer looks at the
      * same data keep the chance of a false gap where FALSE_SPLIT puts it */
     if (!R->has_cut && nmem <= STAR_PROOF_MAX && R->tour < nmem + (nmem & 1) - 1)
@@ -759,16 +829,23 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
         int fa = ts_uf_find(F->uf, q->a), fb = ts_uf_find(F->uf, q->b);
         if (fa == fb || y[i].r > g.far_hi)
             continue;
-        int added = add_separation(F, fa, fb);
-        if (added < 0)
-            rc = TS_ENOMEM;
-        else
-            R->nsep += added;
+        /* a pair measured twice (a tournament's second half) is a second opinion of itself */
+        for (long e = 0; e < y[i].n && e < 2 && rc == TS_OK; e++) {
+            int added = add_separation(F, fa, fb);
+            if (added < 0)
+                rc = TS_ENOMEM;
+            else
+                R->nsep += added;
+        }
     }
-    R->lof_z = NAN;
-    if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX &&
-        R->tour >= 2 * (nmem + (nmem & 1) - 1))
-        R->lof_z = star_lack_of_fit(F, mem, nmem, x, m);
+    /* a small region, once its tournament has measured half its pairs twice: do the pairs
+     * between its fragments fit one level? (a star's pairs, or the far class whose children
+     * might group into switches of their own) */
+    R->lof_z = R->group_z = NAN;
+    if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX && R->tour >= tournament_proof(nmem))
+        R->lof_z = level_lack_of_fit(F, mem, nmem, x, m);
+    if (rc == TS_OK && R->has_cut && R->nfrag >= 3)
+        R->group_z = children_grouping(F, y + g.k + g.t, np - g.k - g.t, g.far_hi);
     free(x);
     free(y);
     return rc;
@@ -780,8 +857,15 @@ static void settle_region(fast *F, region *R, int *escalate)
     if (R->state != OPEN)
         return;
     if (R->has_cut) {
-        if (R->nfrag >= 2 && R->nsep == R->nfrag * (R->nfrag - 1) / 2) {
+        int apart = R->nfrag >= 2 && R->nsep == R->nfrag * (R->nfrag - 1) / 2;
+        /* children that group below the switch (a level whose gap is not significant yet
+         * above a lower one that is) show in the far class: more samples, or unresolved */
+        int ungrouped = R->group_z > LOF_Z;
+        if (apart && ungrouped && F->k < SAMPLES_MAX) {
+            *escalate = 1;
+        } else if (apart) {
             R->state = SPLIT;
+            R->ungrouped = ungrouped;
             if (R->gap_us < F->min_gap_us)
                 F->min_gap_us = R->gap_us;
         } else if (R->rounds > 4 * R->nmem + 64) {
@@ -790,12 +874,12 @@ static void settle_region(fast *F, region *R, int *escalate)
         return;
     }
     /* Without a significant gap. A small region is a star once two full tournaments show no
-     * gap and its pairs fit a star (star_lack_of_fit); a big one once enough rounds show no
+     * gap and its pairs fit a star (level_lack_of_fit); a big one once enough rounds show no
      * gap that is even suggestive (half-way to significant). Otherwise its pairs are measured
      * again with twice the samples, up to SAMPLES_MAX (sequential testing), and a region still
      * unsure there is unresolved. */
     int small = R->nmem <= STAR_PROOF_MAX;
-    int seen = small ? R->tour >= 2 * (R->nmem + (R->nmem & 1) - 1) : R->rounds >= 3 * BATCH;
+    int seen = small ? R->tour >= tournament_proof(R->nmem) : R->rounds >= 3 * BATCH;
     if (!seen)
         return;
     int unsure = small ? R->lof_z > LOF_Z : R->margin >= 0.5 * R->threshold;
@@ -902,7 +986,7 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
     region *R = &F->R[ri];
     double h = region_height(R);
     int split = R->state == SPLIT;
-    if (R->state == UNRESOLVED && nmem > 0 && note_unresolved(F, mem[0]) != TS_OK)
+    if ((R->state == UNRESOLVED || R->ungrouped) && nmem > 0 && note_unresolved(F, mem[0]) != TS_OK)
         return TS_ENOMEM;
     if (R->state == OPEN)
         F->e->partial = 1;
