@@ -44,7 +44,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 #include "toposcope/discover.h"
 #include "method.h"
@@ -56,8 +55,8 @@
 
 #define FALSE_SPLIT 1e-6     /* chance that a region's widest gap is taken for a level */
 #define EDGE_PAIRS 16        /* pairs on each side of a gap its density is taken over, ... */
-#define EDGE_MIN 8           /* ... at least this many above it (so a region of 5 nodes or
-                              * fewer is a star: too few pairs to tell a level from chance) */
+#define EDGE_MIN 8           /* ... at least this many above it, and 3 below (so a region of
+                              * 5 nodes or fewer, or a child of 2, is not told from chance) */
 #define SAMPLES_FIRST 3      /* samples per pair; their minimum is the pair's estimate ... */
 #define SAMPLES_MAX 48       /* ... doubled up to this while a big region shows no gap */
 #define BATCH 4              /* rounds planned per gather/scatter step */
@@ -493,28 +492,29 @@ typedef struct level_gap {
 } level_gap;
 
 /* The evidence of a gap between x[k - 1] (the near class's top) and x[k + t] (the far class's
- * bottom) with t stragglers inside it: a single class as dense as the two classes are at the
- * gap's edges (the mean spacing of the EDGE_PAIRS residuals on each side) would have put c
- * pairs into it. The spacings of a sample's order statistics are about exponential, so holding
- * t pairs or fewer where c were due has probability about exp(-c) c^t / t!, whatever the shape
- * of the noise further out; the margin is minus its logarithm. */
+ * bottom) with t stragglers inside it: a single class spaced as the two classes are at the
+ * gap's edges (the mean spacing of the EDGE_PAIRS residuals on each side, averaged: under one
+ * class the gap would sit in its tail, as sparse as the sparser side) would have put c pairs
+ * into it. The spacings of a sample's order statistics are about exponential, so holding t
+ * pairs or fewer where c were due has probability about exp(-c) c^t / t!, whatever the shape
+ * of the noise further out; the margin is minus its logarithm. Both sides need EDGE_MIN - 1
+ * spacings at least (fewer vary too much to stand for a density). */
 static double gap_margin(const pair_resid *x, long k, long t, long m)
 {
     long far = k + t;
     long qf = m - far - 1 < EDGE_PAIRS ? m - far - 1 : EDGE_PAIRS;
     long qn = k - 1 < EDGE_PAIRS ? k - 1 : EDGE_PAIRS;
-    if (qf < EDGE_MIN)
-        return 0;       /* a few spacings vary too much to stand for a density */
+    if (qf < EDGE_MIN || qn < 2)
+        return 0;
     double g = x[far].r - x[k - 1].r;
-    double density = qf / (x[far + qf].r - x[far].r + 1e-9);
-    if (qn >= 2)
-        density = 0.5 * (density + qn / (x[k - 1].r - x[k - 1 - qn].r + 1e-9));
-    /* in a small region the edges hold few pairs and their spacings say little: the class
-     * is taken no denser than the region's pairs are on average outside the gap */
+    double spacing = 0.5 * ((x[far + qf].r - x[far].r) / (double)qf +
+                            (x[k - 1].r - x[k - 1 - qn].r) / (double)qn);
+    /* in a small region the edges hold few pairs: no denser than the region's pairs are on
+     * average outside the gap */
     double rest = x[m - 1].r - x[0].r - g;
-    if (m - 2 - t > 0 && rest > 0 && (double)(m - 2 - t) / rest < density)
-        density = (double)(m - 2 - t) / rest;
-    double c = g * density;
+    if (m - 2 - t > 0 && rest / (double)(m - 2 - t) > spacing)
+        spacing = rest / (double)(m - 2 - t);
+    double c = g / (spacing + 1e-9);
     return c - (double)t * log(c > 1 ? c : 1) + lgamma((double)t + 1);
 }
 
@@ -792,13 +792,12 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
     if (region_residuals(F, ri, &x, &m, &y, &np) != TS_OK)
         return TS_ENOMEM;
     level_gap g = find_level_gap(F, K, mem, nmem, y, np);
-    if (getenv("FASTDUMP") && ri == atoi(getenv("FASTDUMP")))
-        for (long i = 0; i < np; i++)
-            fprintf(stderr, "R %d %d %.3f\n", F->M[y[i].j].a, F->M[y[i].j].b, y[i].r);
-    /* a region in its first tournament decides once every pair has met: fewer looks at the
-     * same data keep the chance of a false gap where FALSE_SPLIT puts it */
-    if (!R->has_cut && nmem <= STAR_PROOF_MAX && R->tour < nmem + (nmem & 1) - 1)
-        g.significant = 0;
+    /* a region in its first tournament looks at its pairs once a batch: each look before
+     * every pair has met spends a share of FALSE_SPLIT (Bonferroni over the looks) */
+    int cycle = nmem + (nmem & 1) - 1;
+    if (!R->has_cut && nmem <= STAR_PROOF_MAX && R->tour < cycle)
+        g.significant = g.significant &&
+                        g.margin >= g.threshold + log((double)(cycle + BATCH - 1) / BATCH);
     for (int i = 0; i < nmem; i++)
         F->uf[mem[i]] = mem[i];
     R->has_cut = g.significant;
@@ -907,12 +906,6 @@ static int decide_depth(fast *F, walk *W)
     }
     for (int r = 0; r < nr && rc == TS_OK; r++)
         settle_region(F, &F->R[W->first + r], &escalate);
-    if (getenv("FASTDBG"))
-        for (int r = 0; r < nr; r++) {
-            region *R = &F->R[W->first + r];
-            fprintf(stderr, "depth@%d reg %d nmem %d state %d k %d rounds %d cut %d margin %.2f gap %.2f nfrag %ld nsep %ld\n",
-                    W->first, W->first + r, R->nmem, R->state, F->k, R->rounds, R->has_cut, R->margin, R->gap_us, R->nfrag, R->nsep);
-        }
     if (escalate && rc == TS_OK) {
         /* the depth's pairs so far were taken with fewer samples: their minima sit higher, so
          * they leave the cuts and the fit, and every open region starts over */
@@ -1123,9 +1116,7 @@ static int hand_over_irregular(fast *F, int *replaced)
     int lv = ts_irr_level_structured(F->t);
     if (lv < 0)
         return TS_ENOMEM;
-    if (getenv("FASTDBG"))
-        fprintf(stderr, "handover lv %d amb %d flat %d\n", lv, F->nambiguous, flat_tree(F));
-    if (getenv("NOHAND") || (lv == 1 && F->nambiguous == 0 && !flat_tree(F)))
+    if (lv == 1 && F->nambiguous == 0 && !flat_tree(F))
         return TS_OK;
     unsigned char *live = malloc((size_t)F->n);
     if (!live)
