@@ -360,7 +360,11 @@ static void link_stage_metrics(FILE *m, const ts_measure *M, const link_score *L
     fprintf(m, "link_plan_cpu_s: %.4f\n", M->link_cpu_s);
     fprintf(m, "link_sim_time_s: %.6f\n", M->link_time_us * 1e-6);
     fprintf(m, "link_partial: %s\n", M->links.partial ? "true" : "false");
-    /* what the agents would write in status.yaml for this measurement */
+}
+
+/* What the agents would write in status.yaml for this measurement, with or without links. */
+static void verdict_metrics(FILE *m, const ts_measure *M)
+{
     char why[TS_ERROR_TEXT_MAX];
     fprintf(m, "status: %s\nstatus_reason: ", ts_measure_verdict(M, why, sizeof why));
     ts_emit_yaml_string(m, why);
@@ -622,6 +626,7 @@ int cmd_sim(int argc, char **argv)
         goto out;
     write_metrics(&o, f, &M.discovered, M.disc_end_us, sim, &truth, &M.tree, &acc, &M.rep, M.disc_cpu_s);
     link_stage_metrics(f, &M, &score);
+    verdict_metrics(f, &M);
     if (o.baseline && M.links_ran)
         fprintf(f, "# anomalies against the baseline (anomalies.yaml)\nanomalies: %d\nanomaly_links_checked: %d\n",
                 nflagged, nchecked);

@@ -126,6 +126,7 @@ typedef struct fast {
     pairset once;           /* ... and those with one far pair so far (see add_separation) */
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
+    int *unsure;            /* per entry of ambiguous: a level showed there, not significant */
     double min_gap_us;      /* the narrowest gap of an accepted split */
     double noise_us;        /* the widest spacing at the edge of a gap a split stood on */
 } fast;
@@ -873,8 +874,9 @@ static void settle_region(fast *F, region *R, int *escalate)
         return;
     }
     /* Without a significant gap. A small region is a star once two full tournaments show no
-     * gap and its pairs fit a star (level_lack_of_fit); a big one once enough rounds show no
-     * gap that is even suggestive (half-way to significant). Otherwise its pairs are measured
+     * gap and its pairs fit a star (level_lack_of_fit); a big one is unresolved once enough
+     * rounds show no gap that is even suggestive (half-way to significant): no level shows,
+     * its branches may differ in depth (fast_irregular.c). Otherwise its pairs are measured
      * again with twice the samples, up to SAMPLES_MAX (sequential testing), and a region still
      * unsure there is unresolved. */
     int small = R->nmem <= STAR_PROOF_MAX;
@@ -882,8 +884,8 @@ static void settle_region(fast *F, region *R, int *escalate)
     if (!seen)
         return;
     int unsure = small ? R->lof_z > LOF_Z : R->margin >= 0.5 * R->threshold;
-    if (!unsure && small)
-        R->state = STAR;
+    if (!unsure)
+        R->state = small ? STAR : UNRESOLVED;   /* big: no level shows at all */
     else if (F->k >= SAMPLES_MAX)
         R->state = UNRESOLVED;
     else
@@ -951,16 +953,21 @@ static int run_depth(fast *F, walk *W)
 
 /* ---- the tree ---- */
 
-static int note_unresolved(fast *F, int node)
+static int note_unresolved(fast *F, int node, int unsure)
 {
     if (F->nambiguous == F->capambiguous) {
         int cap = F->capambiguous ? 2 * F->capambiguous : 8;
+        int *u = realloc(F->unsure, sizeof(int) * (size_t)cap);
+        if (!u)
+            return TS_ENOMEM;
+        F->unsure = u;
         int *a = realloc(F->ambiguous, sizeof(int) * (size_t)cap);
         if (!a)
             return TS_ENOMEM;
         F->ambiguous = a;
         F->capambiguous = cap;
     }
+    F->unsure[F->nambiguous] = unsure;
     F->ambiguous[F->nambiguous++] = node;
     return TS_OK;
 }
@@ -979,7 +986,11 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
     region *R = &F->R[ri];
     double h = region_height(R);
     int split = R->state == SPLIT;
-    if ((R->state == UNRESOLVED || R->ungrouped) && nmem > 0 && note_unresolved(F, mem[0]) != TS_OK)
+    /* unsure: a level showed (a suggestive gap, a star's lack of fit, children grouping)
+     * without becoming significant; otherwise no level showed at all (a branchy fabric) */
+    int unsure = R->ungrouped || R->lof_z > LOF_Z || R->margin >= 0.5 * R->threshold;
+    if ((R->state == UNRESOLVED || R->ungrouped) && nmem > 0 &&
+        note_unresolved(F, mem[0], unsure) != TS_OK)
         return TS_ENOMEM;
     if (R->state == OPEN)
         F->e->partial = 1;
@@ -1147,11 +1158,19 @@ static int report_outcome(fast *F, ts_infer_report *rep, int replaced)
             if (F->dead[i] || F->count[i] == 0)
                 rep->unmeasured[rep->nunmeasured++] = i;
     }
-    if (!replaced) {
-        rep->ambiguous = F->ambiguous;
-        rep->nambiguous = F->nambiguous;
-        F->ambiguous = NULL;
+    /* The additive method's tree replaces fast's: the switches fast could not tell apart
+     * because no level showed are its to resolve; those where a level showed but stayed
+     * unsure are still reported, the replacement being no more certain there. */
+    if (replaced) {
+        int kept = 0;
+        for (int i = 0; i < F->nambiguous; i++)
+            if (F->unsure[i])
+                F->ambiguous[kept++] = F->ambiguous[i];
+        F->nambiguous = kept;
     }
+    rep->ambiguous = F->ambiguous;
+    rep->nambiguous = F->nambiguous;
+    F->ambiguous = NULL;
     rep->tol_us = isfinite(F->min_gap_us) ? F->min_gap_us : 0;
     rep->noise_us = F->noise_us;
     rep->reference = 0;
@@ -1210,6 +1229,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.R);
     free(F.M);
     free(F.ambiguous);
+    free(F.unsure);
     if (rc != TS_OK) {
         ts_utree_free(tree);
         ts_infer_report_free(rep);

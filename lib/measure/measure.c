@@ -135,6 +135,14 @@ const char *ts_measure_verdict(const ts_measure *m, char *why, size_t max)
         snprintf(why, max, "the budget ran out before the plan was complete");
         return "partial";
     }
+    if (m->rep.nambiguous > 0) {
+        /* a level showed there but its split was not significant: the tree keeps the switch
+         * over all its nodes (coarser, not guessed) */
+        snprintf(why, max, "the tree is uncertain: %d switch%s unresolved (a level seen but not "
+                 "significant; its nodes hang from one switch)", m->rep.nambiguous,
+                 m->rep.nambiguous == 1 ? "" : "es");
+        return "partial";
+    }
     char first[256];
     int n = implausible_links(m, first, sizeof first);
     if (n == 0)

@@ -47,8 +47,9 @@ typedef struct ts_measure {
 int ts_measure_run(ts_probe_engine *e, const ts_measure_options *o, ts_measure *m, ts_error *err);
 void ts_measure_free(ts_measure *m);
 
-/* The measurement's verdict: "measured" when the whole plan ran and every link it solved is
- * plausible, else "partial" with the reason in why (cut by the budget; or a link whose latency
+/* The measurement's verdict: "measured" when the whole plan ran, discovery resolved every
+ * switch and every link it solved is plausible, else "partial" with the reason in why (cut by
+ * the budget; switches discovery left unresolved; or a link whose latency
  * the solve puts below zero beyond TS_IMPLAUSIBLE_SE standard errors: no latency is negative, so
  * the split of the tree that made that link is not what the measurements say). Nodes missing
  * from the tree are the caller's to add (it knows the job's nodes). */

@@ -92,7 +92,9 @@ static void test_fat_tree_1024(const char *profile, double max_ms)
     ok(r.rc == TS_OK && r.acc.tree_exact && r.nodes_in_tree == f.nnodes,
        "%s 1024 nodes: exact tree, all placed (missing %d extra %d)", profile, r.acc.splits_missing,
        r.acc.splits_extra);
-    ok(r.count.rounds <= 100 && r.count.probes <= 32L * f.nnodes,
+    /* every leaf is proven a star by a tournament and a half (1.5 x 7 pairs per node of a leaf
+     * of 8), the rest costs about as much again */
+    ok(r.count.rounds <= 100 && r.count.probes <= 48L * f.nnodes,
        "%s 1024 nodes: %ld rounds, %ld probes (%.1f N)", profile, r.count.rounds, r.count.probes,
        (double)r.count.probes / f.nnodes);
     ok(r.budget_used_us / 1000 <= max_ms, "%s 1024 nodes: %.2f ms of virtual time <= %.0f", profile,
@@ -167,8 +169,11 @@ static void test_ambiguous(void)
         run r = simulate_method_params(ts_discover_fast, "fast", &f, &p, 3, 0);
         ok(r.rc == TS_OK, "%s uplinks: discovery runs", hidden ? "invisible" : "real");
         if (hidden) {
-            is_int(r.nambiguous, 1, "invisible uplinks: one ambiguous switch");
-            is_int(r.ambiguous_nodes, 64, "invisible uplinks: all 64 nodes hang from it");
+            /* a level that adds nothing cannot be seen: the honest tree is the coarser one, all
+             * 64 nodes on one switch, with no split guessed (a star proven within the noise,
+             * or unresolved: either way not a wrong tree) */
+            is_int(r.acc.splits_extra, 0, "invisible uplinks: no split guessed");
+            is_int(r.acc.splits_missing, 8, "invisible uplinks: all 64 nodes hang from one switch");
         } else {
             is_int(r.nambiguous, 0, "real uplinks: nothing ambiguous");
             ok(r.acc.tree_exact, "real uplinks: the tree is exact");
@@ -235,19 +240,24 @@ static void test_small_three_levels(void)
                 p.link_latency_us = 200;
                 p.link_variation = 0;
             }
-            int exact = 0, seeds = 10;
+            int exact = 0, flagged = 0, seeds = 10;
             for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
                 run r = simulate_method_params(ts_discover_fast, "fast", &f, &p, seed, 0);
                 if (r.rc == TS_OK && r.acc.tree_exact)
                     exact++;
-                else
+                else if (r.rc == TS_OK && (r.nambiguous > 0 || r.partial))
+                    flagged++;
+                if (!(r.rc == TS_OK && r.acc.tree_exact))
                     diag("%dx%dx%d %s seed %llu: missing %d extra %d", shapes[c][0], shapes[c][1],
                          shapes[c][2], testbed ? "200 us links" : "ethernet",
                          (unsigned long long)seed, r.acc.splits_missing, r.acc.splits_extra);
             }
-            ok(exact >= seeds - 1, "%d pods x %d leaves x %d nodes, %s: %d/%d seeds exact",
+            /* small trees give few pairs per level: a run may end unsure (a region whose top
+             * gap is not significant is reported unresolved), never wrong without saying so */
+            ok(exact >= seeds - 2 && exact + flagged == seeds,
+               "%d pods x %d leaves x %d nodes, %s: %d/%d seeds exact, the other %d flagged",
                shapes[c][0], shapes[c][1], shapes[c][2], testbed ? "200 us links" : "ethernet",
-               exact, seeds);
+               exact, seeds, flagged);
             ts_model_params_free(&p);
             ts_fabric_free(&f);
         }
