@@ -120,6 +120,10 @@ typedef struct fast {
     meas *M;                /* every measurement, all depths (the offsets use them all) */
     long nm, capm;
     double *off;            /* host offsets, us */
+    double *weight;         /* ... the weight of the equations behind each */
+    double *prior, *prior_w; /* ... and both as the earlier depths left them */
+    int depth;              /* depths done */
+    long depth_first_meas;  /* the current depth's measurements are F->M[this, nm) */
     int *uf;                /* fragments: union-find over nodes */
     int *local;             /* node -> its position in its region (level_lack_of_fit) */
     pairset sep;            /* fragment pairs (by root) known or planned apart, this step ... */
@@ -240,6 +244,7 @@ typedef struct walk {
     size_t stride;
     int np[BATCH];
     ts_pair_stats *st;
+    long *mstart, *midx;    /* this depth's measurements by region (index_by_region) */
 } walk;
 
 static void group_by_region(const fast *F, walk *W)
@@ -416,15 +421,22 @@ static int measure_batch(fast *F, walk *W)
 
 /* ---- step 2: offsets ---- */
 
-static int fit_offsets(fast *F)
+/* The offsets on this depth's measurements (from index first on in F->M), the fit of the
+ * earlier depths carried as a prior (F->prior, F->prior_w; none at the top): a depth refits
+ * only what it measured, not every pair since the start. */
+static int fit_offsets(fast *F, long first)
 {
-    ts_offset_obs *obs = malloc(sizeof *obs * (size_t)(F->nm + 1));
+    long m = F->nm - first;
+    ts_offset_obs *obs = malloc(sizeof *obs * (size_t)(m + 1));
     double *level = malloc(sizeof(double) * (size_t)(F->nreg + 1));
     int rc = obs && level ? TS_OK : TS_ENOMEM;
-    for (long j = 0; rc == TS_OK && j < F->nm; j++)
-        obs[j] = (ts_offset_obs){F->M[j].a, F->M[j].b, F->M[j].cls, F->M[j].v};
-    if (rc == TS_OK && ts_fit_host_offsets(F->n, obs, F->nm, F->nreg, F->off, level,
-                                           OFFSET_SWEEPS) != 0)
+    for (long j = 0; rc == TS_OK && j < m; j++) {
+        const meas *q = &F->M[first + j];
+        obs[j] = (ts_offset_obs){q->a, q->b, q->cls, q->v};
+    }
+    if (rc == TS_OK && ts_fit_host_offsets(F->n, obs, m, F->nreg, F->off, level, OFFSET_SWEEPS,
+                                           F->depth > 0 ? F->prior : NULL, F->prior_w,
+                                           F->weight) != 0)
         rc = TS_ENOMEM;
     free(obs);
     free(level);
@@ -436,6 +448,7 @@ static int fit_offsets(fast *F)
 typedef struct resid {
     double r;
     long j;                 /* index into F->M */
+    uint64_t key;           /* its pair (pair_key) */
 } resid;
 
 typedef struct pair_resid {
@@ -610,12 +623,10 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
 
 /* ---- step 4: decide ---- */
 
-static int cmp_resid_pair(const void *x, const void *y, void *ctx)
+static int cmp_resid_pair(const void *x, const void *y)
 {
-    const meas *M = ctx;
     const resid *a = x, *b = y;
-    uint64_t ka = pair_key(M[a->j].a, M[a->j].b), kb = pair_key(M[b->j].a, M[b->j].b);
-    return ka < kb ? -1 : ka > kb ? 1 : (a->j > b->j) - (a->j < b->j);
+    return a->key < b->key ? -1 : a->key > b->key ? 1 : (a->j > b->j) - (a->j < b->j);
 }
 
 /* Whether the pairs of a region without a gap fit a star: each pair's mean against the model
@@ -640,7 +651,7 @@ static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *
     for (long j = 0; j < m;) {
         const meas *u = &F->M[x[j].j];
         long e = j + 1;
-        while (e < m && pair_key(F->M[x[e].j].a, F->M[x[e].j].b) == pair_key(u->a, u->b))
+        while (e < m && x[e].key == x[j].key)
             e++;
         if (ts_uf_find(F->uf, u->a) != ts_uf_find(F->uf, u->b)) {
             const meas *w = &F->M[x[j + (e > j + 1)].j];
@@ -744,30 +755,28 @@ static double children_grouping(fast *F, const pair_resid *y, long n, double far
  * order), and one residual per pair, their mean, in residual order (y; y[i].j is the index
  * in x of the pair's first measurement, y[i].n their count): the gap is looked for among
  * pairs, a pair measured twice (tournaments) counting once. */
-static int region_residuals(fast *F, int ri, resid **xp, long *mp, pair_resid **yp, long *np)
+static int region_residuals(fast *F, const walk *W, int r, resid **xp, long *mp,
+                            pair_resid **yp, long *np)
 {
-    long m = 0, n = 0;
-    for (long j = 0; j < F->nm; j++)
-        m += F->M[j].reg == ri && F->M[j].k == F->k && !F->dead[F->M[j].a] && !F->dead[F->M[j].b];
-    resid *x = malloc(sizeof *x * (size_t)(m + 1));
-    pair_resid *y = malloc(sizeof *y * (size_t)(m + 1));
+    const long *idx = W->midx + W->mstart[r];
+    long m = 0, n = 0, cnt = W->mstart[r + 1] - W->mstart[r];
+    resid *x = malloc(sizeof *x * (size_t)(cnt + 1));
+    pair_resid *y = malloc(sizeof *y * (size_t)(cnt + 1));
     if (!x || !y) {
         free(x);
         free(y);
         return TS_ENOMEM;
     }
-    m = 0;
-    for (long j = 0; j < F->nm; j++) {
-        meas *q = &F->M[j];
-        if (q->reg == ri && q->k == F->k && !F->dead[q->a] && !F->dead[q->b])
-            x[m++] = (resid){q->v - F->off[q->a] - F->off[q->b], j};
+    for (long i = 0; i < cnt; i++) {
+        const meas *q = &F->M[idx[i]];
+        if (!F->dead[q->a] && !F->dead[q->b])
+            x[m++] = (resid){q->v - F->off[q->a] - F->off[q->b], idx[i], pair_key(q->a, q->b)};
     }
-    qsort_r(x, (size_t)m, sizeof *x, cmp_resid_pair, F->M);
+    qsort(x, (size_t)m, sizeof *x, cmp_resid_pair);
     for (long j = 0; j < m; n++) {
         long e = j;
         double sum = 0;
-        while (e < m && pair_key(F->M[x[e].j].a, F->M[x[e].j].b) ==
-                            pair_key(F->M[x[j].j].a, F->M[x[j].j].b))
+        while (e < m && x[e].key == x[j].key)
             sum += x[e++].r;
         y[n] = (pair_resid){sum / (double)(e - j), x[j].j, j, e - j};
         j = e;
@@ -790,7 +799,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
     resid *x;
     pair_resid *y;
     long m, np;
-    if (region_residuals(F, ri, &x, &m, &y, &np) != TS_OK)
+    if (region_residuals(F, W, r, &x, &m, &y, &np) != TS_OK)
         return TS_ENOMEM;
     level_gap g = find_level_gap(F, K, mem, nmem, y, np);
     /* a region in its first tournament looks at its pairs once a batch: each look before
@@ -892,6 +901,28 @@ static void settle_region(fast *F, region *R, int *escalate)
         *escalate = 1;
 }
 
+/* The current depth's measurements at the current samples per pair, by region: region
+ * first + r's are W->midx[W->mstart[r], W->mstart[r + 1]), in the order they were taken. */
+static int index_by_region(const fast *F, walk *W)
+{
+    int nr = W->last - W->first;
+    free(W->mstart);
+    free(W->midx);
+    W->mstart = calloc((size_t)nr + 2, sizeof(long));
+    W->midx = malloc(sizeof(long) * (size_t)(F->nm + 1));
+    if (!W->mstart || !W->midx)
+        return TS_ENOMEM;
+    for (long j = 0; j < F->nm; j++)
+        if (F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k)
+            W->mstart[F->M[j].reg - W->first + 2]++;
+    for (int r = 0; r < nr; r++)
+        W->mstart[r + 2] += W->mstart[r + 1];
+    for (long j = 0; j < F->nm; j++)
+        if (F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k)
+            W->midx[W->mstart[F->M[j].reg - W->first + 1]++] = j;
+    return TS_OK;
+}
+
 static int decide_depth(fast *F, walk *W)
 {
     int nr = W->last - W->first, rc = TS_OK, escalate = 0;
@@ -899,8 +930,10 @@ static int decide_depth(fast *F, walk *W)
                 malloc(sizeof(long) * (size_t)F->n)};
     if (!K.par || !K.rank || !K.time)
         rc = TS_ENOMEM;
+    if (rc == TS_OK)
+        rc = index_by_region(F, W);
     for (int pass = 0; pass < FIT_PASSES && rc == TS_OK; pass++) {
-        rc = fit_offsets(F);
+        rc = fit_offsets(F, F->depth_first_meas);
         pairset_clear(&F->sep);
         pairset_clear(&F->once);
         for (int r = 0; r < nr && rc == TS_OK; r++)
@@ -933,6 +966,11 @@ static int run_depth(fast *F, walk *W)
 {
     int rc = TS_OK;
     F->k = SAMPLES_FIRST;
+    F->depth_first_meas = F->nm;
+    if (F->depth > 0) {
+        memcpy(F->prior, F->off, sizeof(double) * (size_t)F->n);
+        memcpy(F->prior_w, F->weight, sizeof(double) * (size_t)F->n);
+    }
     pairset_clear(&F->sep);
     pairset_clear(&F->once);
     for (;;) {
@@ -1085,8 +1123,11 @@ static int fast_run(fast *F)
         if (rc == TS_OK)
             rc = emit_depth(F, &W, next_reg);
         W.first = W.last;
+        F->depth++;
     }
 out:
+    free(W.mstart);
+    free(W.midx);
     free(next_reg);
     free(W.order);
     free(W.rstart);
@@ -1201,9 +1242,12 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.uf = malloc(sizeof(int) * (size_t)n);
     F.local = malloc(sizeof(int) * (size_t)n);
     F.off = calloc((size_t)n, sizeof(double));
+    F.weight = calloc((size_t)n, sizeof(double));
+    F.prior = calloc((size_t)n, sizeof(double));
+    F.prior_w = calloc((size_t)n, sizeof(double));
     F.dead = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    rc = F.reg && F.uf && F.local && F.off && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
+    rc = F.reg && F.uf && F.local && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
                      pairset_init(&F.once, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
@@ -1222,6 +1266,9 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.uf);
     free(F.local);
     free(F.off);
+    free(F.weight);
+    free(F.prior);
+    free(F.prior_w);
     free(F.dead);
     free(F.count);
     free(F.sep.key);

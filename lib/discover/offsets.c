@@ -79,7 +79,8 @@ static void fit_levels(const ts_offset_obs *obs, long m, int ncls, const double 
 }
 
 int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, double *off,
-                        double *level, int sweeps)
+                        double *level, int sweeps, const double *prior, const double *prior_w,
+                        double *weight)
 {
     long *start, *idx;
     double *scale = calloc((size_t)ncls + 1, sizeof(double));
@@ -103,7 +104,8 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
         shrink = 1;
     for (int s = 0; s < sweeps; s++) {
         for (int i = 0; i < n; i++) {
-            double num = 0, den = shrink;   /* the shrinkage: one equation saying 0 */
+            /* the prior (an earlier fit) or the shrinkage: one equation saying 0 */
+            double den = prior ? prior_w[i] + shrink : shrink, num = prior ? den * prior[i] : 0;
             for (long k = start[i]; k < start[i + 1]; k++) {
                 const ts_offset_obs *o = &obs[idx[k]];
                 int other = o->a == i ? o->b : o->a;
@@ -118,18 +120,23 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
                 den += w;
             }
             off[i] = num / den;
+            if (s == sweeps - 1 && weight)
+                weight[i] = den;
         }
         fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
     }
-    /* centre: the offsets' mean moves into the levels (twice: a pair has two hosts) */
-    double mean = 0;
-    for (int i = 0; i < n; i++)
-        mean += off[i];
-    mean /= n > 0 ? n : 1;
-    for (int i = 0; i < n; i++)
-        off[i] -= mean;
-    for (int c = 0; c < ncls; c++)
-        level[c] += 2 * mean;
+    /* centre: the offsets' mean moves into the levels (twice: a pair has two hosts); with a
+     * prior, the prior holds them where they were */
+    if (!prior) {
+        double mean = 0;
+        for (int i = 0; i < n; i++)
+            mean += off[i];
+        mean /= n > 0 ? n : 1;
+        for (int i = 0; i < n; i++)
+            off[i] -= mean;
+        for (int c = 0; c < ncls; c++)
+            level[c] += 2 * mean;
+    }
     free(start);
     free(idx);
     free(scale);

@@ -15,12 +15,17 @@ typedef struct ts_offset_obs {
     double v;               /* the pair's round-trip estimate, us */
 } ts_offset_obs;
 
-/* Fit off[0..n-1] (in/out: the previous fit is the starting point; centred on return so that
- * their mean is 0) and level[0..ncls-1] (out) by robust least squares: Gauss-Seidel sweeps over
- * nodes and classes, each equation weighted down (Huber) when its residual is far out for its
- * class, and every offset shrunk towards 0 by one equation's weight so that a node with few
- * pairs keeps a small offset. Returns 0, or -1 when out of memory. */
+/* Fit off[0..n-1] (in/out: the previous fit is the starting point) and level[0..ncls-1] (out)
+ * by robust least squares: Gauss-Seidel sweeps over nodes and classes, each equation counted
+ * by its class's precision and weighted down (Huber) when its residual is far out for its
+ * class, and every offset shrunk towards 0 by one equation of the noisiest class so that a
+ * node with few pairs keeps a small offset.
+ * Without a prior (NULL) the offsets are centred (mean 0). With one, prior[i] counts as
+ * prior_w[i] more of equations saying off[i] = prior[i]: a fit of earlier measurements carried
+ * on without refitting them. weight[i] (unless NULL) gets the weight behind off[i], the prior's
+ * included. Returns 0, or -1 when out of memory. */
 int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, double *off,
-                        double *level, int sweeps);
+                        double *level, int sweeps, const double *prior, const double *prior_w,
+                        double *weight);
 
 #endif
