@@ -278,6 +278,52 @@ static int record_publish(const epilog_config *c, const char *data, size_t len, 
 
 /* ---- the leader's work ---- */
 
+/* Where the link `id` is in topology.conf, for its syslog line: "" when the id is its name
+ * already, else " switch=NAME" (named by the job's nodes on its other side), " within=NAME"
+ * (no switch holds exactly its nodes: the smallest one holding them) or " topology=none". */
+static void topology_note(const ts_link_matcher *m, const ts_fabric *admin, const char *id, char *out,
+                          size_t max)
+{
+    ts_link_match mt = m ? ts_link_match_id(m, id) : (ts_link_match){ TS_MATCH_NONE, TS_NONE };
+    if (!m || (mt.kind == TS_MATCH_EXACT && !strcmp(admin->v[mt.vertex].name, id)))
+        snprintf(out, max, "%s", "");
+    else if (mt.kind == TS_MATCH_EXACT)
+        snprintf(out, max, " switch=%s", admin->v[mt.vertex].name);
+    else if (mt.kind == TS_MATCH_WITHIN)
+        snprintf(out, max, " within=%s", admin->v[mt.vertex].name);
+    else
+        snprintf(out, max, " topology=none");
+}
+
+/* One syslog line per anomaly of the published record `final`. */
+static void log_anomalies(const epilog_config *c, const ts_record *r, const ts_fabric *admin, const char *final)
+{
+    ts_link_matcher *m = NULL;
+    ts_error err;
+    if (admin && (ts_link_matcher_new(admin, &m, &err) != TS_OK ||
+                  ts_link_matcher_set_job(m, r->leaf_groups, r->ngroups, &err) != TS_OK)) {
+        syslog(LOG_ERR, "job=%s links not matched to topology.conf: %s", c->job, err.text);
+        ts_link_matcher_free(m);
+        m = NULL;
+    }
+    for (int i = 0; i < r->anomalies.n; i++) {
+        const ts_anomaly *a = &r->anomalies.a[i];
+        char note[TS_HOSTNAME_MAX + 32];
+        topology_note(m, admin, a->id, note, sizeof note);
+        if (a->kind == TS_ANOMALY_LOSS)
+            syslog(LOG_WARNING, "job=%s link=%s%s excess=loss %.0f%% of its probes (observed %.2f us) record=%s",
+                   c->job, a->id, note, a->loss_pct, a->observed_us, final);
+        else if (a->kind == TS_ANOMALY_UNREACHABLE)
+            syslog(LOG_WARNING, "job=%s link=%s%s excess=unreachable (node did not answer) record=%s", c->job,
+                   a->id, note, final);
+        else
+            syslog(LOG_WARNING, "job=%s link=%s%s excess=%+.1f%% (%+.2f us: expected %.2f us, observed %.2f us) "
+                   "score=%.1f record=%s", c->job, a->id, note, a->excess_pct, a->excess_us, a->expected_us,
+                   a->observed_us, a->score, final);
+    }
+    ts_link_matcher_free(m);
+}
+
 static int leader_record(const epilog_config *c)
 {
     ts_error err;
@@ -402,19 +448,7 @@ static int leader_record(const epilog_config *c)
     free(text);
     if (pub != 0)
         goto out;
-    for (int i = 0; i < r.anomalies.n; i++) {
-        const ts_anomaly *a = &r.anomalies.a[i];
-        if (a->kind == TS_ANOMALY_LOSS)
-            syslog(LOG_WARNING, "job=%s link=%s excess=loss %.0f%% of its probes (observed %.2f us) record=%s",
-                   c->job, a->id, a->loss_pct, a->observed_us, final);
-        else if (a->kind == TS_ANOMALY_UNREACHABLE)
-            syslog(LOG_WARNING, "job=%s link=%s excess=unreachable (node did not answer) record=%s", c->job, a->id,
-                   final);
-        else
-            syslog(LOG_WARNING, "job=%s link=%s excess=%+.1f%% (%+.2f us: expected %.2f us, observed %.2f us) "
-                   "score=%.1f record=%s", c->job, a->id, a->excess_pct, a->excess_us, a->expected_us,
-                   a->observed_us, a->score, final);
-    }
+    log_anomalies(c, &r, have_admin ? &admin : NULL, final);
     /* the record is safe: the flag index, the AdminComment and drains can only add to it */
     epilog_after_record(c, &pol, &r);
     status = bad_policy ? 2 : 0;

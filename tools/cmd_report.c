@@ -263,14 +263,31 @@ static void num_or_null(FILE *out, double v)
         fputs("null", out);
 }
 
+/* A suspect's name as the table shows it: with topology.conf, a node set that names none of
+ * its links says where it lies. */
+static void display_name(const ts_suspect *s, char *out, size_t max)
+{
+    if (s->mapped && s->match == TS_MATCH_WITHIN)
+        snprintf(out, max, "%s (within %s)", s->id, s->within);
+    else if (s->mapped && s->match == TS_MATCH_NONE)
+        snprintf(out, max, "%s (not in topology.conf)", s->id);
+    else
+        snprintf(out, max, "%s", s->id);
+}
+
 static void print_table(FILE *out, const ts_suspect *s, int n, int top, int records, int skipped,
                         const ts_mismatch *mm, int nmm, int have_topo)
 {
-    char a[32], b[32];
+    char a[32], b[32], name[TS_LINK_ID_MAX + 300];
+    int w = 24;
+    for (int i = 0; i < n && i < top; i++) {
+        display_name(&s[i], name, sizeof name);
+        w = (int)strlen(name) > w ? (int)strlen(name) : w;
+    }
     fprintf(out, "toposcope report: %d record%s read, %d skipped, %d link%s flagged at least once\n\n", records,
             records == 1 ? "" : "s", skipped, n, n == 1 ? "" : "s");
     if (n) {
-        fprintf(out, "%-4s %-24s %-6s %9s %8s %10s %10s %-20s %-20s %s\n", "rank", "link", "kind",
+        fprintf(out, "%-4s %-*s %-6s %9s %8s %10s %10s %-20s %-20s %s\n", "rank", w, "link", "kind",
                 "flagged", "evidence", "excess_%", "excess_us", "first_seen", "last_seen", "jobs");
         for (int i = 0; i < n && i < top; i++) {
             char fl[32], pct[32], us[32];
@@ -283,7 +300,8 @@ static void print_table(FILE *out, const ts_suspect *s, int n, int top, int reco
                 snprintf(pct, sizeof pct, isfinite(s[i].median_excess_pct) ? "%+.1f" : "-", s[i].median_excess_pct);
                 snprintf(us, sizeof us, isfinite(s[i].median_excess_us) ? "%+.2f" : "-", s[i].median_excess_us);
             }
-            fprintf(out, "%-4d %-24s %-6s %9s %8.2f %10s %10s %-20s %-20s ", i + 1, s[i].id,
+            display_name(&s[i], name, sizeof name);
+            fprintf(out, "%-4d %-*s %-6s %9s %8.2f %10s %10s %-20s %-20s ", i + 1, w, name,
                     s[i].access ? "access" : "uplink", fl, s[i].evidence, pct, us,
                     when(s[i].first_seen, a, sizeof a), when(s[i].last_seen, b, sizeof b));
             for (int j = 0; j < s[i].njobs; j++)
@@ -323,6 +341,14 @@ static void print_structured(FILE *out, int json, const ts_suspect *s, int n, in
         num_or_null(out, s[i].median_excess_pct);
         fprintf(out, ", %smedian_excess_us%s: ", q, q);
         num_or_null(out, s[i].median_excess_us);
+        if (s[i].mapped) {
+            static const char *const match[] = { "none", "exact", "within" };
+            fprintf(out, ", %stopology%s: %s%s%s", q, q, q, match[s[i].match], q);
+            if (s[i].within) {
+                fprintf(out, ", %swithin%s: ", q, q);
+                json ? json_string(out, s[i].within) : ts_emit_yaml_string(out, s[i].within);
+            }
+        }
         fprintf(out, ", %smax_score%s: %.3f", q, q, s[i].max_score);
         fprintf(out, ", %sfirst_seen%s: \"%s\"", q, q, when(s[i].first_seen, a, sizeof a));
         fprintf(out, ", %slast_seen%s: \"%s\"", q, q, when(s[i].last_seen, a, sizeof a));
@@ -521,6 +547,10 @@ int cmd_report(int argc, char **argv)
             goto out;
         }
         have_admin = 1;
+        if (ts_report_set_admin(rep, &admin, &err) != TS_OK) {
+            cli_error("report", "%s", err.text);
+            goto out;
+        }
     }
     if (o.rebuild_index && !(flags = ts_flag_index_new())) {
         cli_error("report", "out of memory");

@@ -160,6 +160,208 @@ done:
     return rc;
 }
 
+/* ---- matching ids to the admin's tree ---- */
+
+struct ts_link_matcher {
+    const ts_fabric *admin;
+    int *count;                      /* per admin vertex: the job's nodes below it */
+    uint64_t *hash;                  /* and the sum of their name_hash */
+    int *touched, ntouched;          /* the vertices with a count, to clear for the next job */
+    int njob;
+    uint64_t hjob;
+    int *slot;                       /* (count, hash) -> the deepest switch, open addressing */
+    int slot_cap;
+    int *used, nused;                /* the slots taken, to clear for the next job */
+};
+
+static size_t set_slot(uint64_t h, int count, int cap)
+{
+    return (size_t)((h ^ ((uint64_t)count * 0x9e3779b97f4a7c15ULL)) & (uint64_t)(cap - 1));
+}
+
+static int set_lookup(const ts_link_matcher *m, int count, uint64_t h)
+{
+    if (count <= 0)
+        return TS_NONE;
+    for (size_t i = set_slot(h, count, m->slot_cap);; i = (i + 1) & (size_t)(m->slot_cap - 1)) {
+        int v = m->slot[i];
+        if (v == TS_NONE || (m->count[v] == count && m->hash[v] == h))
+            return v;
+    }
+}
+
+void ts_link_matcher_free(ts_link_matcher *m)
+{
+    if (!m)
+        return;
+    free(m->count);
+    free(m->hash);
+    free(m->touched);
+    free(m->slot);
+    free(m->used);
+    free(m);
+}
+
+int ts_link_matcher_new(const ts_fabric *admin, ts_link_matcher **out, ts_error *err)
+{
+    ts_link_matcher *m = calloc(1, sizeof *m);
+    size_t nv = (size_t)(admin->nvert ? admin->nvert : 1);
+    *out = NULL;
+    if (m) {
+        m->admin = admin;
+        m->slot_cap = 16;
+        while ((size_t)m->slot_cap < 2 * nv)
+            m->slot_cap *= 2;
+    }
+    if (!m || !(m->count = calloc(nv, sizeof *m->count)) || !(m->hash = calloc(nv, sizeof *m->hash)) ||
+        !(m->touched = malloc(nv * sizeof *m->touched)) || !(m->used = malloc(nv * sizeof *m->used)) ||
+        !(m->slot = malloc((size_t)m->slot_cap * sizeof *m->slot))) {
+        ts_link_matcher_free(m);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < m->slot_cap; i++)
+        m->slot[i] = TS_NONE;
+    *out = m;
+    return TS_OK;
+}
+
+/* One measured node of the job into every admin vertex above it. */
+static void matcher_add(ts_link_matcher *m, const char *name)
+{
+    uint64_t h = name_hash(name);
+    m->njob++;
+    m->hjob += h;
+    int a = ts_fabric_find(m->admin, name);
+    if (a == TS_NONE || m->admin->v[a].kind != TS_NODE)
+        return;
+    for (; a != TS_NONE; a = m->admin->v[a].parent) {
+        if (m->count[a]++ == 0)
+            m->touched[m->ntouched++] = a;
+        m->hash[a] += h;
+    }
+}
+
+/* The switches holding some of the job's nodes into the slots by (count, hash). */
+static void matcher_index(ts_link_matcher *m)
+{
+    const ts_fabric *admin = m->admin;
+    for (int k = 0; k < m->ntouched; k++) {
+        int v = m->touched[k];
+        if (admin->v[v].kind != TS_SWITCH)
+            continue;
+        size_t i = set_slot(m->hash[v], m->count[v], m->slot_cap);
+        for (; m->slot[i] != TS_NONE; i = (i + 1) & (size_t)(m->slot_cap - 1)) {
+            int w = m->slot[i];
+            if (m->count[w] == m->count[v] && m->hash[w] == m->hash[v])
+                break;
+        }
+        if (m->slot[i] == TS_NONE)
+            m->used[m->nused++] = (int)i;
+        /* a chain of switches over the same job nodes: the deepest names the link */
+        if (m->slot[i] == TS_NONE || admin->v[v].depth > admin->v[m->slot[i]].depth)
+            m->slot[i] = v;
+    }
+}
+
+int ts_link_matcher_set_job(ts_link_matcher *m, char *const *groups, int n, ts_error *err)
+{
+    for (int k = 0; k < m->ntouched; k++) {
+        m->count[m->touched[k]] = 0;
+        m->hash[m->touched[k]] = 0;
+    }
+    for (int k = 0; k < m->nused; k++)
+        m->slot[m->used[k]] = TS_NONE;
+    m->ntouched = m->nused = m->njob = 0;
+    m->hjob = 0;
+    for (int g = 0; g < n; g++) {
+        ts_hostlist hl;
+        int rc = ts_hostlist_expand(groups[g], strlen(groups[g]), &hl, err);
+        if (rc != TS_OK) {
+            matcher_index(m);
+            return rc;
+        }
+        for (size_t i = 0; i < hl.count; i++)
+            matcher_add(m, hl.hosts[i]);
+        ts_hostlist_free(&hl);
+    }
+    matcher_index(m);
+    return TS_OK;
+}
+
+/* "{N nodes A..B #H}" (set_key's long form): N and H. */
+static int parse_hashed(const char *id, int *count, uint64_t *h)
+{
+    size_t L = strlen(id);
+    const char *hash = L > 19 ? id + L - 19 : NULL;      /* " #" 16 hex digits "}" */
+    char *end;
+    if (!hash || id[0] != '{' || id[L - 1] != '}' || hash[0] != ' ' || hash[1] != '#')
+        return -1;
+    long n = strtol(id + 1, &end, 10);
+    if (end == id + 1 || strncmp(end, " nodes ", 7) || n <= 0 || n > TS_HOSTLIST_MAX_HOSTS)
+        return -1;
+    unsigned long long x = strtoull(hash + 2, &end, 16);
+    if (end != id + L - 1)
+        return -1;
+    *count = (int)n;
+    *h = (uint64_t)x;
+    return 0;
+}
+
+ts_link_match ts_link_match_id(const ts_link_matcher *m, const char *id)
+{
+    ts_link_match none = { TS_MATCH_NONE, TS_NONE };
+    const ts_fabric *admin = m->admin;
+    size_t L = strlen(id);
+    if (id[0] != '{' || L < 2 || id[L - 1] != '}') {
+        int v = ts_fabric_find(admin, id);
+        return v != TS_NONE && v != admin->root ? (ts_link_match){ TS_MATCH_EXACT, v } : none;
+    }
+    int count;
+    uint64_t h;
+    if (parse_hashed(id, &count, &h) == 0) {
+        int v = set_lookup(m, count, h);
+        if (v == TS_NONE)
+            v = set_lookup(m, m->njob - count, m->hjob - h);
+        return v != TS_NONE ? (ts_link_match){ TS_MATCH_EXACT, v } : none;
+    }
+    ts_hostlist hl;
+    if (ts_hostlist_expand(id + 1, L - 2, &hl, NULL) != TS_OK)
+        return none;
+    int lca = TS_NONE;
+    h = 0;
+    for (size_t i = 0; i < hl.count; i++) {
+        int a = ts_fabric_find(admin, hl.hosts[i]);
+        h += name_hash(hl.hosts[i]);
+        if (a == TS_NONE || admin->v[a].kind != TS_NODE) {
+            lca = TS_NONE;
+            break;
+        }
+        lca = lca == TS_NONE ? a : ts_fabric_lca(admin, lca, a);
+    }
+    count = (int)hl.count;
+    ts_hostlist_free(&hl);
+    int v = set_lookup(m, count, h);
+    if (v == TS_NONE)
+        v = set_lookup(m, m->njob - count, m->hjob - h);
+    if (v != TS_NONE)
+        return (ts_link_match){ TS_MATCH_EXACT, v };
+    if (lca != TS_NONE && admin->v[lca].kind == TS_NODE)
+        lca = admin->v[lca].parent;
+    if (lca == TS_NONE || lca == admin->root)
+        return none;
+    return (ts_link_match){ TS_MATCH_WITHIN, lca };
+}
+
+void ts_link_match_describe(const ts_fabric *admin, ts_link_match mt, char *out, size_t max)
+{
+    if (mt.kind == TS_MATCH_EXACT)
+        snprintf(out, max, "%s", admin->v[mt.vertex].name);
+    else if (mt.kind == TS_MATCH_WITHIN)
+        snprintf(out, max, "within %s", admin->v[mt.vertex].name);
+    else
+        snprintf(out, max, "matches no switch of topology.conf");
+}
+
 /* ---- observations ---- */
 
 void ts_link_obs_set_free(ts_link_obs_set *s)

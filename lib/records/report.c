@@ -27,6 +27,7 @@ typedef struct flags {
 /* One link id, numbered as in the id pool. */
 typedef struct link_entry {
     int access;
+    ts_link_match match;             /* against the admin tree, when there is one */
     int seen;                        /* records that measured or flagged it */
     int seen_by, flagged_by;         /* the last record that counted it seen, flagged */
     flags *f;
@@ -45,6 +46,8 @@ struct ts_report {
     ts_baseline_builder *bb;
     int ngroups, gcap;
     group *g;
+    const ts_fabric *admin;          /* NULL: the records' ids as they are */
+    ts_link_matcher *matcher;
     ts_suspect *s;                   /* the ranking, once asked for */
     int ns;
     int ranked;
@@ -80,6 +83,7 @@ void ts_report_free(ts_report *r)
     free(r->s);
     ts_strpool_free(r->ids);
     ts_strpool_free(r->jobs);
+    ts_link_matcher_free(r->matcher);
     ts_baseline_builder_free(r->bb);
     free(r);
 }
@@ -89,15 +93,37 @@ int ts_report_records(const ts_report *r)
     return r->records;
 }
 
+int ts_report_set_admin(ts_report *r, const ts_fabric *admin, ts_error *err)
+{
+    if (r->records)
+        return ts_fail(err, TS_EINPUT, "the admin tree is set after records were added");
+    ts_link_matcher_free(r->matcher);
+    r->matcher = NULL;
+    r->admin = admin;
+    return ts_link_matcher_new(admin, &r->matcher, err);
+}
+
+/* The key a record's id is counted under: the admin link it names exactly, else the id. */
+static const char *key_of(const ts_report *r, const char *id, ts_link_match *mt)
+{
+    *mt = (ts_link_match){ TS_MATCH_NONE, TS_NONE };
+    if (!r->matcher)
+        return id;
+    *mt = ts_link_match_id(r->matcher, id);
+    return mt->kind == TS_MATCH_EXACT ? r->admin->v[mt->vertex].name : id;
+}
+
 /* The entry of id, made when new and counted as seen by record `me`; NULL when out of memory. */
 static link_entry *seen_by(ts_report *r, const char *id, int access, int me)
 {
-    int fresh, k = ts_strpool_intern_row(r->ids, id, &r->e, sizeof *r->e, &r->cap, &fresh);
+    ts_link_match mt;
+    const char *key = key_of(r, id, &mt);
+    int fresh, k = ts_strpool_intern_row(r->ids, key, &r->e, sizeof *r->e, &r->cap, &fresh);
     if (k < 0)
         return NULL;
     link_entry *e = &r->e[k];
     if (fresh)
-        *e = (link_entry){ .access = access, .seen_by = -1, .flagged_by = -1 };
+        *e = (link_entry){ .access = access, .match = mt, .seen_by = -1, .flagged_by = -1 };
     if (e->seen_by != me) {
         e->seen_by = me;
         e->seen++;
@@ -149,6 +175,10 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
 {
     if (r->ranked)
         return ts_fail(err, TS_EINPUT, "records added after the suspects were ranked");
+    /* a record whose leaf groups do not expand was refused by the reader; here its ids are
+     * matched without the job's nodes (EXACT by name, WITHIN) */
+    if (r->matcher && ts_link_matcher_set_job(r->matcher, rec->leaf_groups, rec->ngroups, err) == TS_ENOMEM)
+        return TS_ENOMEM;
     int me = r->records++;
     int nlinks = rec->links.n > rec->anomalies.n ? rec->links.n : rec->anomalies.n;
     /* a job that flagged everything says little about any one link */
@@ -238,6 +268,9 @@ int ts_report_suspects(ts_report *r, const ts_suspect **out, int *n, ts_error *e
             s->last_seen = f->last_seen;
             s->njobs = f->njobs;
             memcpy(s->jobs, f->jobs, sizeof s->jobs);
+            s->mapped = r->admin != NULL;
+            s->match = e->match.kind;
+            s->within = e->match.kind == TS_MATCH_WITHIN ? r->admin->v[e->match.vertex].name : NULL;
         }
         if (r->ns > 1)
             qsort(r->s, (size_t)r->ns, sizeof *r->s, cmp_suspect);

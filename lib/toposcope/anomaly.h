@@ -50,6 +50,45 @@ int ts_link_id(const ts_fabric *tree, int v, const ts_fabric *admin, const int *
  * left out); caller frees. NULL on allocation failure. */
 int *ts_link_admin_counts(const ts_fabric *admin, const ts_fabric *tree);
 
+/* ---- a job's link ids against the admin's tree ---- */
+
+/* How a link id of one job's record names a link of the admin's tree (topology.conf).
+ * The rule, for an id that names a node set S (the job's nodes on the smaller side of the link):
+ * EXACT, the admin switch whose subtree holds exactly S of the job's nodes, or exactly the job's
+ * other nodes (the same link seen from its other side), the deepest such switch when several
+ * hold the same nodes (a switch whose job nodes all sit under one child: the job cannot tell
+ * their uplinks apart); else WITHIN, the smallest admin switch whose subtree contains S (not
+ * the root: that says nothing), and the link is somewhere inside it (a mis-cabled node, a
+ * switch topology.conf lacks); else NONE (a node topology.conf does not list). An id that is
+ * already a vertex of the admin's tree (a node's access link, a switch named by an epilog that
+ * had the topology) is EXACT. A hashed id ("{N nodes A..B #H}") is matched by its count and
+ * hash, so EXACT only. */
+typedef enum ts_link_match_kind {
+    TS_MATCH_NONE = 0,
+    TS_MATCH_EXACT,
+    TS_MATCH_WITHIN,
+} ts_link_match_kind;
+
+typedef struct ts_link_match {
+    ts_link_match_kind kind;
+    int vertex;                      /* the admin vertex (EXACT, WITHIN), else TS_NONE */
+} ts_link_match;
+
+typedef struct ts_link_matcher ts_link_matcher;
+
+/* A matcher for admin's ids (admin must outlive it), in time and memory linear in admin's size. */
+int ts_link_matcher_new(const ts_fabric *admin, ts_link_matcher **out, ts_error *err);
+/* The job whose ids are matched next: its measured nodes are the hostlists groups[0..n) (a
+ * record's leaf_groups: the nodes of its tree; a node that did not answer is on neither side
+ * of any link). Time linear in those nodes times admin's depth, whatever admin's size, so a
+ * report reuses one matcher for every record. */
+int ts_link_matcher_set_job(ts_link_matcher *m, char *const *groups, int n, ts_error *err);
+void ts_link_matcher_free(ts_link_matcher *m);
+/* The admin link id names, in time linear in the id's nodes (TS_MATCH_NONE when out of memory). */
+ts_link_match ts_link_match_id(const ts_link_matcher *m, const char *id);
+/* "leaf05", "within pod01" or "matches no switch of topology.conf" for a match of id, into out. */
+void ts_link_match_describe(const ts_fabric *admin, ts_link_match mt, char *out, size_t max);
+
 /* ---- one job's (or run's) link estimates, keyed by id ---- */
 
 typedef struct ts_link_obs {

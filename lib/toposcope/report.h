@@ -29,12 +29,22 @@ typedef struct ts_suspect {
     int64_t first_seen, last_seen;   /* times of the flagging records */
     int njobs;
     const char *jobs[TS_REPORT_JOBS_KEPT];   /* the first njobs flagging jobs' ids */
+    /* With an admin tree (ts_report_set_admin): how the records' ids name its links
+     * (toposcope/anomaly.h). EXACT: id is the admin vertex's name, flags of every record that
+     * named the same link, by its switch or by the job's nodes under it, added up; WITHIN: id
+     * is the node set and `within` the smallest admin switch holding it. */
+    int mapped;                      /* 1 when an admin tree was given */
+    ts_link_match_kind match;
+    const char *within;              /* WITHIN: that switch's name, else NULL */
 } ts_suspect;
 
 typedef struct ts_report ts_report;
 
 ts_report *ts_report_new(void);
 void ts_report_free(ts_report *r);
+/* Name the suspects by the admin's tree (topology.conf): set before the first record; admin
+ * must outlive r. The baseline keeps the records' own ids (the epilogs' names). */
+int ts_report_set_admin(ts_report *r, const ts_fabric *admin, ts_error *err);
 /* Add one record (its links feed the baseline too, minus the ones it flagged), in time linear
  * in its links and anomalies; the report keeps each distinct link id and job id once. */
 int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err);

@@ -152,9 +152,82 @@ static void test_detection(void)
     ts_baseline_free(&b);
 }
 
+/* A record's ids read back against topology.conf: exact, from the other side, within, none,
+ * hashed; one matcher reused for a second job. */
+static void test_match(void)
+{
+    ts_fabric admin;
+    ts_link_matcher *m;
+    ts_error err;
+    char text[128];
+    test_fabric(&admin, "SwitchName=spine Switches=podA,podB\nSwitchName=podA Switches=leafA,leafB\n"
+                        "SwitchName=podB Switches=leafC\nSwitchName=leafA Nodes=n[1-4]\n"
+                        "SwitchName=leafB Nodes=n[5-8]\nSwitchName=leafC Nodes=n[9-12]\n");
+    ok(ts_link_matcher_new(&admin, &m, &err) == TS_OK, "a matcher");
+    /* a job on n1-n3 (of leafA), n5-n8 (leafB), n9 (leafC, alone under podB) */
+    char *groups[] = { "n[1-3]", "n[5-8]", "n9" };
+    ok(ts_link_matcher_set_job(m, groups, 3, &err) == TS_OK, "the job's measured nodes");
+    ts_link_match mt = ts_link_match_id(m, "{n[1-3]}");
+    ok(mt.kind == TS_MATCH_EXACT && mt.vertex == vertex(&admin, "leafA"),
+       "the job's 3 nodes of leafA name leafA's uplink (a subset of its subtree)");
+    mt = ts_link_match_id(m, "{n[1-3],n[5-8]}");
+    ok(mt.kind == TS_MATCH_EXACT && mt.vertex == vertex(&admin, "podA"), "a set that is podA's job nodes is podA");
+    mt = ts_link_match_id(m, "{n9}");
+    ok(mt.kind == TS_MATCH_EXACT && mt.vertex == vertex(&admin, "leafC"),
+       "leafC and podB hold the same job node: the deeper switch names it");
+    mt = ts_link_match_id(m, "{n[1-3],n9}");
+    ok(mt.kind == TS_MATCH_EXACT && mt.vertex == vertex(&admin, "leafB"),
+       "a set whose other side is leafB's job nodes is leafB's uplink");
+    mt = ts_link_match_id(m, "{n[1-2],n5}");
+    ts_link_match_describe(&admin, mt, text, sizeof text);
+    ok(mt.kind == TS_MATCH_WITHIN && !strcmp(text, "within podA"),
+       "a set no switch holds exactly is within the smallest one holding it (%s)", text);
+    mt = ts_link_match_id(m, "{n1,n9}");
+    ok(mt.kind == TS_MATCH_NONE, "a set only the root holds matches nothing");
+    mt = ts_link_match_id(m, "{n[1-2],x7}");
+    ts_link_match_describe(&admin, mt, text, sizeof text);
+    ok(mt.kind == TS_MATCH_NONE && strstr(text, "no switch"), "a node topology.conf lacks: no match (%s)", text);
+    mt = ts_link_match_id(m, "n7");
+    ok(mt.kind == TS_MATCH_EXACT && mt.vertex == vertex(&admin, "n7"), "an access link is its node");
+    mt = ts_link_match_id(m, "leafB");
+    ok(mt.kind == TS_MATCH_EXACT && mt.vertex == vertex(&admin, "leafB"), "an admin name is itself");
+    ok(ts_link_match_id(m, "spine").kind == TS_MATCH_NONE && ts_link_match_id(m, "{n[1-").kind == TS_MATCH_NONE,
+       "the root and a broken set name no link");
+    /* the long form of a set id: count and hash of leafB's 4 job nodes, as ts_link_id writes it */
+    ts_fabric big;
+    char id[TS_LINK_ID_MAX];
+    char *buf = malloc(1 << 16);
+    size_t at = (size_t)snprintf(buf, 1 << 16, "SwitchName=top Switches=s1,s2\nSwitchName=s1 Nodes=");
+    for (int i = 0; i < 120; i++)
+        at += (size_t)snprintf(buf + at, (1 << 16) - at, "%shost%d-x", i ? "," : "", i * 7);
+    snprintf(buf + at, (1 << 16) - at, "\nSwitchName=s2 Nodes=other[1-200]\n");
+    test_fabric(&big, buf);
+    ts_link_id(&big, vertex(&big, "s1"), NULL, NULL, id, sizeof id);
+    ts_link_matcher *mb;
+    char *bg[] = { "other[1-200]", buf + strlen("SwitchName=top Switches=s1,s2\nSwitchName=s1 Nodes=") };
+    char *nl = strchr(bg[1], '\n');
+    *nl = '\0';
+    ok(ts_link_matcher_new(&big, &mb, &err) == TS_OK && ts_link_matcher_set_job(mb, bg, 2, &err) == TS_OK,
+       "a matcher for a job of 320 nodes");
+    mt = ts_link_match_id(mb, id);
+    ok(id[0] == '{' && strstr(id, " nodes ") && mt.kind == TS_MATCH_EXACT && mt.vertex == vertex(&big, "s1"),
+       "a hashed set id matches by count and hash (%s)", id);
+    /* the same matcher on another job: leafA's nodes are now n1-n4 */
+    char *groups2[] = { "n[1-4]", "n[9-10]" };
+    ok(ts_link_matcher_set_job(m, groups2, 2, &err) == TS_OK, "the matcher takes the next job");
+    ok(ts_link_match_id(m, "{n[1-3]}").kind == TS_MATCH_WITHIN && ts_link_match_id(m, "{n[1-4]}").vertex == vertex(&admin, "leafA"),
+       "and forgets the last one's nodes");
+    ts_link_matcher_free(mb);
+    ts_link_matcher_free(m);
+    ts_fabric_free(&big);
+    ts_fabric_free(&admin);
+    free(buf);
+}
+
 int main(void)
 {
     test_identity();
+    test_match();
     test_baseline_file();
     test_detection();
     return done_testing();
