@@ -160,7 +160,7 @@ ok $? "--write-topology writes a topology.conf that toposcope reads back"
 ok $? "32 inferred leaves of 4 nodes, $leaf's among them"
 
 "$bin" report --records "$tmp/rec" --topology "$tmp/ft8.conf" --svg "$tmp/r.svg" > /dev/null 2>&1 &&
-  grep -q "stroke=\"#ff00\(00\)*\" stroke-width=\"6.0\"><title>$leaf</title>" "$tmp/r.svg"
+  grep -q "class=\"flagged\".* stroke=\"#ff0000\" stroke-width=\"8.0\"><title>$leaf: rank 1," "$tmp/r.svg"
 ok $? "--svg draws the worst link red and widest"
 
 # corrupt, truncated, foreign: named and skipped, the report still runs

@@ -8,7 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
@@ -18,6 +20,7 @@
 #include "toposcope/flagindex.h"
 #include "toposcope/record.h"
 #include "toposcope/report.h"
+#include "toposcope/reportsvg.h"
 #include "toposcope/topoconf.h"
 #include "toposcope/textout.h"
 
@@ -34,12 +37,16 @@ static void report_usage(FILE *out)
             "options:\n"
             "  --records DIR          the records directory (required)\n"
             "  --since AGE            only records younger than AGE: N followed by s, m, h, d or w (7d)\n"
-            "  --topology FILE        the admin's topology.conf: list the nodes whose measured leaf\n"
-            "                         switch differs from it, and draw its tree with --svg\n"
+            "  --topology FILE        the admin's topology.conf: name suspects by its switches (a node\n"
+            "                         set no switch holds exactly: 'within' the smallest one holding\n"
+            "                         it), list the nodes whose measured leaf switch differs from it,\n"
+            "                         and draw its tree with --svg\n"
             "  --format FMT           table (default), yaml or json\n"
             "  --top N                suspects listed (default 20 in a table, all in yaml and json)\n"
-            "  --svg FILE             the tree (topology.conf, else the inferred one) with suspect links\n"
-            "                         coloured by evidence\n"
+            "  --svg FILE             the tree (topology.conf, else the inferred one) with every suspect\n"
+            "                         link (colour: evidence, width: excess), silent nodes, nodes\n"
+            "                         measured elsewhere and a legend; healthy subtrees of large fabrics\n"
+            "                         as boxes; FILE.png too when rsvg-convert or convert is installed\n"
             "  --update-baseline FILE write the per-link baseline the epilogs read (median, MAD of every\n"
             "                         record's unflagged estimates)\n"
             "  --write-topology FILE  write the leaf switches inferred from the records as topology.conf\n"
@@ -380,89 +387,100 @@ static void print_structured(FILE *out, int json, const ts_suspect *s, int n, in
 
 /* ---- the picture ---- */
 
-static double severity_of(const ts_suspect *s, int n, const char *name, double max_ev)
+/* The first of names found as an executable in PATH, into path; NULL when none is. */
+static const char *find_program(const char *const *names, char *path, size_t max)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s[i].id, name))
-            return max_ev > 0 ? s[i].evidence / max_ev : 0;
-    return -1;
+    const char *env = getenv("PATH");
+    for (int i = 0; names[i]; i++) {
+        for (const char *p = env ? env : ""; *p;) {
+            size_t L = strcspn(p, ":");
+            if (L && (size_t)snprintf(path, max, "%.*s/%s", (int)L, p, names[i]) < max && access(path, X_OK) == 0)
+                return names[i];
+            p += L + (p[L] == ':');
+        }
+    }
+    return NULL;
 }
 
-/* Nodes along the bottom in tree order, each switch above the middle of its children; a link
- * drawn grey when never flagged, from yellow to red by its evidence relative to the worst. */
-static int write_svg(const char *path, const ts_fabric *f, const ts_suspect *s, int n)
+/* Run argv[0] (a path) with its output thrown away; its exit status, or -1. A converter that
+ * hangs is stopped after `limit` seconds. */
+static int run_quietly(char *const *argv, int limit)
 {
-    double *x = calloc((size_t)f->nvert, sizeof(double));
-    int *order = malloc(sizeof(int) * (size_t)f->nvert), *stack = malloc(sizeof(int) * (size_t)f->nvert);
-    FILE *out = NULL;
-    int rc = -1;
-    if (!x || !order || !stack)
-        goto done;
-    int no = 0, sp = 0, leaves = 0;
-    stack[sp++] = f->root;
-    while (sp) {                                 /* preorder */
-        int v = stack[--sp];
-        order[no++] = v;
-        int kids[4096], nk = 0;
-        for (int c = f->v[v].first_child; c != TS_NONE && nk < 4096; c = f->v[c].next_sibling)
-            kids[nk++] = c;
-        while (nk)
-            stack[sp++] = kids[--nk];
-    }
-    for (int i = 0; i < no; i++)
-        if (f->v[order[i]].kind == TS_NODE || f->v[order[i]].first_child == TS_NONE)
-            x[order[i]] = 20 + 14.0 * leaves++;
-    for (int i = no - 1; i >= 0; i--) {          /* children before parents */
-        int v = order[i], k = 0;
-        double sum = 0;
-        for (int c = f->v[v].first_child; c != TS_NONE; c = f->v[c].next_sibling, k++)
-            sum += x[c];
-        if (k)
-            x[v] = sum / k;
-    }
-    int depth = ts_fabric_max_depth(f);
-    double width = 40 + 14.0 * leaves, height = 80 + 90.0 * depth;
-    double max_ev = 0;
-    for (int i = 0; i < n; i++)
-        max_ev = s[i].evidence > max_ev ? s[i].evidence : max_ev;
-    if (!(out = fopen(path, "w")))
-        goto done;
-    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                 "font-family=\"sans-serif\" font-size=\"9\">\n", width, height);
-    fprintf(out, "<title>toposcope report: suspect links</title>\n");
-#define Y(k) (30 + 90.0 * f->v[k].depth)
-    for (int v = 0; v < f->nvert; v++) {
-        int p = f->v[v].parent;
-        if (p == TS_NONE)
-            continue;
-        double sev = severity_of(s, n, f->v[v].name, max_ev);
-        char colour[16] = "#bbbbbb";
-        double w = 1;
-        if (sev >= 0) {
-            snprintf(colour, sizeof colour, "#%02x%02x00", 255, (int)(200 * (1 - sev)));
-            w = 2 + 4 * sev;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+            dup2(fd, 2);
         }
-        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%.1f\">"
-                     "<title>%s</title></line>\n", x[v], Y(v), x[p], Y(p), colour, w, f->v[v].name);
+        execv(argv[0], argv);
+        _exit(127);
     }
-    for (int v = 0; v < f->nvert; v++) {
-        const char *fill = f->v[v].kind == TS_NODE ? "#4a7ab5" : "#555555";
-        fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>%s</title></circle>\n", x[v], Y(v),
-                fill, f->v[v].name);
-        if (f->v[v].kind == TS_SWITCH || leaves <= 64)
-            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x[v],
-                    Y(v) + (f->v[v].kind == TS_NODE ? 16 : -8), f->v[v].name);
+    int st;
+    for (int waited = 0; waitpid(pid, &st, WNOHANG) == 0; waited++) {
+        if (waited >= limit * 20) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        usleep(50000);
     }
-#undef Y
-    fprintf(out, "</svg>\n");
-    rc = ferror(out) ? -1 : 0;
-done:
-    if (out && fclose(out) != 0)
-        rc = -1;
-    free(x);
-    free(order);
-    free(stack);
-    return rc;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* FILE.png beside FILE.svg (FILE.svg.png for another name), when rsvg-convert or ImageMagick's
+ * convert is installed; said either way, never a failure of the report. */
+static void write_png(const char *svg)
+{
+    static const char *const converters[] = { "rsvg-convert", "convert", NULL };
+    char prog[PATH_MAX], png[PATH_MAX];
+    size_t L = strlen(svg);
+    if (L > 4 && !strcmp(svg + L - 4, ".svg"))
+        snprintf(png, sizeof png, "%.*s.png", (int)(L - 4), svg);
+    else
+        snprintf(png, sizeof png, "%s.png", svg);
+    const char *name = find_program(converters, prog, sizeof prog);
+    if (!name) {
+        cli_error("report", "note: no PNG beside %s: neither rsvg-convert (librsvg2-bin) nor convert "
+                  "(imagemagick) is installed", svg);
+        return;
+    }
+    char *rsvg[] = { prog, "-o", png, (char *)svg, NULL };
+    char *magick[] = { prog, (char *)svg, png, NULL };
+    struct stat st;
+    unlink(png);
+    int rc = run_quietly(!strcmp(name, "rsvg-convert") ? rsvg : magick, 60);
+    if (rc == 0 && stat(png, &st) == 0 && st.st_size > 0)
+        cli_error("report", "wrote %s (%s)", png, name);
+    else
+        cli_error("report", "warning: no PNG: %s %s failed (exit %d); the SVG is written", prog, svg, rc);
+}
+
+static int draw(const char *path, const ts_fabric *tree, const ts_suspect *s, int n, const ts_mismatch *mm,
+                int nmm)
+{
+    ts_report_picture pic = { .tree = tree, .s = s, .n = n, .mm = mm, .nmm = nmm };
+    ts_picture_drawn d;
+    ts_error err;
+    FILE *out = fopen(path, "w");
+    if (!out) {
+        cli_error("report", "cannot write %s: %s", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    int rc = ts_report_write_svg(&pic, out, &d, &err);
+    if (fclose(out) != 0 || rc != TS_OK) {
+        cli_error("report", "cannot write %s: %s", path, rc != TS_OK ? err.text : strerror(errno));
+        return CLI_FAIL;
+    }
+    cli_error("report", "wrote %s: %d suspect link%s, %d within a switch, %d silent node%s, %d node%s measured "
+              "elsewhere%s", path, d.links, d.links == 1 ? "" : "s", d.within, d.unreachable,
+              d.unreachable == 1 ? "" : "s", d.mismatches, d.mismatches == 1 ? "" : "s",
+              d.not_drawn ? "; suspects named by node sets are not drawn on the inferred tree (give --topology)" : "");
+    write_png(path);
+    return CLI_OK;
 }
 
 /* The rebuilt flags over whatever the index holds now: epilogs may have added to it meanwhile. */
@@ -592,10 +610,8 @@ int cmd_report(int argc, char **argv)
         if (o.topology_out && write_aside(o.topology_out, put_topology, &inferred) != CLI_OK)
             goto out;
     }
-    if (o.svg && write_svg(o.svg, have_admin ? &admin : &inferred, s, n) != 0) {
-        cli_error("report", "cannot write %s: %s", o.svg, strerror(errno));
+    if (o.svg && draw(o.svg, have_admin ? &admin : &inferred, s, n, mm, nmm) != CLI_OK)
         goto out;
-    }
     int top = o.top >= 0 ? o.top : !strcmp(o.format, "table") ? 20 : n;
     if (!strcmp(o.format, "table"))
         print_table(stdout, s, n, top, ts_report_records(rep), skipped, mm, nmm, have_admin);

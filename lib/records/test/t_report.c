@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tap.h"
+#include "hwdata.h"
 #include "toposcope/record.h"
 #include "toposcope/report.h"
 
@@ -119,9 +120,57 @@ static void test_many_links(void)
     free(text);
 }
 
+/* With topology.conf: a job's node set and another job's switch name are one suspect, under the
+ * switch's name; a set no switch holds exactly stays a set, within the smallest switch holding
+ * it; a record's unmeasured node does not spoil the exact match. */
+static void test_admin_names(void)
+{
+    ts_fabric admin;
+    ts_error err;
+    test_fabric(&admin, "SwitchName=spine Switches=podA,podB\nSwitchName=podA Switches=leafA,leafB\n"
+                        "SwitchName=podB Switches=leafC\nSwitchName=leafA Nodes=n[1-4]\n"
+                        "SwitchName=leafB Nodes=n[5-8]\nSwitchName=leafC Nodes=n[9-12]\n");
+    ts_report *rep = ts_report_new();
+    ok(ts_report_set_admin(rep, &admin, &err) == TS_OK, "the admin tree is set");
+    /* job 1 measured n1-n3 (n4 did not answer) and n5-n8, without the topology */
+    add(rep, "toposcope_record: 1\njob: \"1\"\ntime: 100\nnodes: \"n[1-8]\"\n"
+             "tree: {switches: 3, depth: 2, leaf_groups: [\"n[1-3]\", \"n[5-8]\"]}\nlinks:\n"
+             "  - {link: \"{n[1-3]}\", kind: uplink, est_us: 9.0, lo_us: 8.9, hi_us: 9.1}\n"
+             "anomalies:\n  - {link: \"{n[1-3]}\", kind: uplink, reason: slow, expected_us: 2, observed_us: 9, "
+             "excess_pct: 350, excess_us: 7, score: 40}\n"
+             "  - {link: \"n4\", kind: access, reason: unreachable, score: 1000}\n");
+    /* job 2 had the topology: the same link by its switch's name; and a set across two leaves */
+    add(rep, "toposcope_record: 1\njob: \"2\"\ntime: 200\nnodes: \"n[1-9]\"\n"
+             "tree: {switches: 3, depth: 2, leaf_groups: [\"n[1-4],n5\", \"n[6-8]\", \"n9\"]}\nlinks: []\n"
+             "anomalies:\n  - {link: \"leafA\", kind: uplink, reason: slow, expected_us: 2, observed_us: 9, "
+             "excess_pct: 350, excess_us: 7, score: 40}\n"
+             "  - {link: \"{n[1-5]}\", kind: uplink, reason: slow, expected_us: 2, observed_us: 4, "
+             "excess_pct: 100, excess_us: 2, score: 20}\n");
+    const ts_suspect *s;
+    int n = 0, rc = ts_report_suspects(rep, &s, &n, &err);
+    ok(rc == TS_OK && n == 3, "three suspects (%d)", n);
+    const ts_suspect *a = find(s, n, "leafA"), *w = find(s, n, "{n[1-5]}"), *u = find(s, n, "n4");
+    ok(a && a->flagged == 2 && a->mapped && a->match == TS_MATCH_EXACT && !a->within,
+       "the set and the name are one suspect, leafA, flagged by both jobs");
+    ok(w && w->match == TS_MATCH_WITHIN && w->within && !strcmp(w->within, "podA"),
+       "a set across two leaves is within podA (%s)", w && w->within ? w->within : "-");
+    ok(u && u->match == TS_MATCH_EXACT && u->unreachable == 1, "the silent node is its access link");
+    ts_baseline b;
+    ok(ts_report_baseline(rep, &b, &err) == TS_OK && ts_baseline_find(&b, "{n[1-3]}") == NULL && b.n == 0,
+       "the baseline keeps the records' ids (the flagged one is left out)");
+    ts_baseline_free(&b);
+    ts_report_free(rep);
+    rep = ts_report_new();
+    add(rep, "toposcope_record: 1\njob: \"3\"\ntime: 100\nlinks: []\nanomalies: []\n");
+    ok(ts_report_set_admin(rep, &admin, &err) == TS_EINPUT, "the admin tree comes before the records");
+    ts_report_free(rep);
+    ts_fabric_free(&admin);
+}
+
 int main(void)
 {
     test_counts();
+    test_admin_names();
     test_many_links();
     return done_testing();
 }
