@@ -15,11 +15,14 @@
 #define EPILOG_SHARE_REBUILD 0.4
 #define EPILOG_SHARE_INDEX 0.6
 #define EPILOG_END_MARGIN_S 0.05
+/* --prometheus-dir: the records are read for the textfile until this share of the budget */
+#define EPILOG_SHARE_PROMETHEUS 0.9
 
 typedef struct epilog_config {
     const char *job, *nodes, *self, *user, *uid;
     char spool[PATH_MAX];
     const char *records, *baseline, *policy, *topology, *scontrol;
+    const char *prometheus_dir;   /* refresh PROMETHEUS_DIR/toposcope.prom, NULL: no */
     double budget_ms;
     double t0;                    /* ts_flag_clock() at the start */
     int admin_comment;            /* append a summary to the job's AdminComment */

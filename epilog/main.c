@@ -30,6 +30,8 @@
 #include "toposcope/hostlist.h"
 #include "toposcope/policy.h"
 #include "toposcope/record.h"
+#include "toposcope/report.h"
+#include "toposcope/reportprom.h"
 #include "toposcope/treeyaml.h"
 #include "toposcope/spool.h"
 #include "toposcope/textout.h"
@@ -67,6 +69,9 @@ static void usage(FILE *out)
             "  --no-actions         record and log only: no scontrol at all\n"
             "  --scontrol PATH      the scontrol to run (default: scontrol on PATH)\n"
             "  --budget-ms MS       hard time budget of the whole epilog (default 5000)\n"
+            "  --prometheus-dir DIR refresh DIR/toposcope.prom (node_exporter's textfile collector)\n"
+            "                       with toposcope report --format prometheus over the records\n"
+            "                       directory, when it can be read within the budget\n"
             "  --log-stderr         copy the syslog lines to stderr\n"
             "  --time T             the record's time in seconds since the epoch (default: now)\n"
             "  -h, --help           this text\n"
@@ -115,7 +120,8 @@ static int parse_number(const char *s, double lo, double hi, double *out)
 static int parse_options(int argc, char **argv, epilog_config *c)
 {
     enum { O_JOB = 256, O_NODES, O_SELF, O_UID, O_USER, O_SPOOL, O_RECORDS, O_BASELINE, O_POLICY,
-           O_TOPOLOGY, O_COMMENT, O_DRAIN_RATE, O_NO_ACTIONS, O_SCONTROL, O_BUDGET, O_LOG_STDERR, O_TIME };
+           O_TOPOLOGY, O_COMMENT, O_DRAIN_RATE, O_NO_ACTIONS, O_SCONTROL, O_BUDGET, O_LOG_STDERR, O_TIME,
+           O_PROMETHEUS };
     static const struct option longopts[] = {
         {"job", required_argument, 0, O_JOB}, {"nodes", required_argument, 0, O_NODES},
         {"self", required_argument, 0, O_SELF}, {"uid", required_argument, 0, O_UID},
@@ -125,7 +131,8 @@ static int parse_options(int argc, char **argv, epilog_config *c)
         {"admin-comment", no_argument, 0, O_COMMENT}, {"drain-per-hour", required_argument, 0, O_DRAIN_RATE},
         {"no-actions", no_argument, 0, O_NO_ACTIONS}, {"scontrol", required_argument, 0, O_SCONTROL},
         {"budget-ms", required_argument, 0, O_BUDGET}, {"log-stderr", no_argument, 0, O_LOG_STDERR},
-        {"time", required_argument, 0, O_TIME}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"time", required_argument, 0, O_TIME}, {"prometheus-dir", required_argument, 0, O_PROMETHEUS},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     const char *spool = "/var/spool/toposcope";
     memset(c, 0, sizeof *c);
@@ -159,6 +166,7 @@ static int parse_options(int argc, char **argv, epilog_config *c)
         case O_COMMENT: c->admin_comment = 1; break;
         case O_NO_ACTIONS: c->actions = 0; break;
         case O_SCONTROL: c->scontrol = optarg; break;
+        case O_PROMETHEUS: c->prometheus_dir = optarg; break;
         case O_LOG_STDERR: c->log_stderr = 1; break;
         case O_DRAIN_RATE:
             if (parse_number(optarg, 0, 1000000, &x) || x != floor(x)) {
@@ -237,6 +245,8 @@ static void read_status(const epilog_config *c, ts_record *r, ts_status *st)
         snprintf(r->status, sizeof r->status, "unreadable");
     } else {
         snprintf(r->status, sizeof r->status, "%s", st->present ? st->status : "missing");
+        if (st->present && isfinite(st->leader_ms))
+            r->prolog_s = st->leader_ms / 1e3;
     }
 }
 
@@ -274,6 +284,50 @@ static int record_publish(const epilog_config *c, const char *data, size_t len, 
     if (rc != TS_OK)
         fail_msg("cannot write a record into %s: %s", c->records, err.text);
     return rc == TS_OK ? 0 : -1;
+}
+
+/* ---- the node_exporter textfile ---- */
+
+/* PROMETHEUS_DIR/toposcope.prom from every record of the directory, as `toposcope report
+ * --format prometheus` prints it (its counters count the records, so they grow with them),
+ * replaced atomically. A directory too large to read within the budget leaves the old file:
+ * counters from a part of the records would go backwards. */
+static void refresh_prometheus(const epilog_config *c, const ts_fabric *admin)
+{
+    ts_error err = {{0}};
+    ts_report *rep = ts_report_new();
+    ts_report_dir rd = { .dir = c->records, .now = c->now, .deadline = epilog_deadline(c, EPILOG_SHARE_PROMETHEUS) };
+    char *text = NULL;
+    size_t len = 0;
+    int skipped = 0, complete = 0, dfd = -1, rc = rep ? TS_OK : ts_fail(&err, TS_ENOMEM, "out of memory");
+    if (rc == TS_OK && admin)
+        rc = ts_report_set_admin(rep, admin, &err);
+    if (rc == TS_OK)
+        rc = ts_report_add_dir(rep, &rd, &skipped, &complete, &err);
+    if (rc == TS_OK && !complete) {
+        syslog(LOG_WARNING, "job=%s %s/toposcope.prom not refreshed: the records of %s were not all read within "
+               "the budget (run toposcope report --format prometheus instead)", c->job, c->prometheus_dir, c->records);
+        goto out;
+    }
+    FILE *m = rc == TS_OK ? open_memstream(&text, &len) : NULL;
+    if (rc == TS_OK && !m)
+        rc = ts_fail(&err, TS_ENOMEM, "out of memory");
+    if (m) {
+        rc = ts_report_write_prometheus(rep, -1, skipped, m, &err);
+        if ((ferror(m) | fclose(m)) && rc == TS_OK)
+            rc = ts_fail(&err, TS_ENOMEM, "out of memory");
+    }
+    if (rc == TS_OK && (dfd = open(c->prometheus_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        rc = ts_fail(&err, TS_ESYS, "%s: %s", c->prometheus_dir, strerror(errno));
+    if (rc == TS_OK)
+        rc = ts_write_file_at(dfd, "toposcope.prom", text, len, 0644, &err);
+    if (rc != TS_OK)
+        syslog(LOG_ERR, "job=%s %s/toposcope.prom not refreshed: %s", c->job, c->prometheus_dir, err.text);
+out:
+    if (dfd >= 0)
+        close(dfd);
+    free(text);
+    ts_report_free(rep);
 }
 
 /* ---- the leader's work ---- */
@@ -451,6 +505,8 @@ static int leader_record(const epilog_config *c)
     log_anomalies(c, &r, have_admin ? &admin : NULL, final);
     /* the record is safe: the flag index, the AdminComment and drains can only add to it */
     epilog_after_record(c, &pol, &r);
+    if (c->prometheus_dir)
+        refresh_prometheus(c, have_admin ? &admin : NULL);
     status = bad_policy ? 2 : 0;
 out:
     ts_status_free(&st);

@@ -1,6 +1,5 @@
 /* toposcope report — suspect links across the epilog's records, topology.conf checked against
  * the measured leaf groups, the baseline the epilogs read, and a picture. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,11 +19,10 @@
 #include "toposcope/flagindex.h"
 #include "toposcope/record.h"
 #include "toposcope/report.h"
+#include "toposcope/reportprom.h"
 #include "toposcope/reportsvg.h"
 #include "toposcope/topoconf.h"
 #include "toposcope/textout.h"
-
-#define MAX_RECORD_FILES 1000000
 
 static void report_usage(FILE *out)
 {
@@ -41,8 +39,10 @@ static void report_usage(FILE *out)
             "                         set no switch holds exactly: 'within' the smallest one holding\n"
             "                         it), list the nodes whose measured leaf switch differs from it,\n"
             "                         and draw its tree with --svg\n"
-            "  --format FMT           table (default), yaml or json\n"
-            "  --top N                suspects listed (default 20 in a table, all in yaml and json)\n"
+            "  --format FMT           table (default), yaml, json, or prometheus (the text exposition\n"
+            "                         format: per-link flags, excess and evidence, records by status,\n"
+            "                         the prolog's duration; for node_exporter's textfile collector)\n"
+            "  --top N                suspects listed (default 20 in a table, all in the other formats)\n"
             "  --svg FILE             the tree (topology.conf, else the inferred one) with every suspect\n"
             "                         link (colour: evidence, width: excess), silent nodes, nodes\n"
             "                         measured elsewhere and a legend; healthy subtrees of large fabrics\n"
@@ -115,8 +115,9 @@ static int parse_options(int argc, char **argv, report_options *o)
         case O_WRITE_TOPO: o->topology_out = optarg; break;
         case O_REBUILD: o->rebuild_index = 1; break;
         case O_FORMAT:
-            if (strcmp(optarg, "table") && strcmp(optarg, "yaml") && strcmp(optarg, "json")) {
-                cli_error("report", "--format wants table, yaml or json, not '%s'", optarg);
+            if (strcmp(optarg, "table") && strcmp(optarg, "yaml") && strcmp(optarg, "json") &&
+                strcmp(optarg, "prometheus")) {
+                cli_error("report", "--format wants table, yaml, json or prometheus, not '%s'", optarg);
                 return CLI_USAGE;
             }
             o->format = optarg;
@@ -153,10 +154,15 @@ static int parse_options(int argc, char **argv, report_options *o)
     return CLI_OK;
 }
 
-/* by name, after the type character in front of it */
-static int cmp_name(const void *a, const void *b)
+static void warn_skipped(const char *path, const char *why, void *arg)
 {
-    return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
+    (void)arg;
+    cli_error("report", "warning: skipping %s: %s", path, why);
+}
+
+static int index_record(const ts_record *r, void *flags, ts_error *err)
+{
+    return ts_flag_index_add_record(flags, r, NULL, err);
 }
 
 /* Every record of the directory into the report (and its access-link flags into flags, when
@@ -164,78 +170,16 @@ static int cmp_name(const void *a, const void *b)
 static int read_records(const report_options *o, ts_report *rep, ts_flag_index *flags, int *skipped,
                         int *complete)
 {
-    DIR *d = opendir(o->records);
-    if (!d) {
-        cli_error("report", "--records %s: %s", o->records, strerror(errno));
-        return CLI_USAGE;
-    }
-    char **names = NULL;
-    int n = 0, cap = 0, rc = CLI_OK;
-    struct dirent *de;
-    *complete = 1;
-    while ((de = readdir(d))) {
-        /* dot files: the epilogs' temporary files and their flag index (.index) */
-        if (de->d_name[0] == '.')
-            continue;
-        if (n == MAX_RECORD_FILES) {
-            cli_error("report", "warning: %s holds more than %d files: the rest are not read", o->records,
-                      MAX_RECORD_FILES);
-            *complete = 0;
-            break;
-        }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 256;
-            char **t = realloc(names, sizeof *t * (size_t)cap);
-            if (!t) {
-                rc = CLI_FAIL;
-                break;
-            }
-            names = t;
-        }
-        /* the entry's type rides in front of its name: a stat per record saved where the
-         * filesystem tells it (DT_UNKNOWN: ask lstat below) */
-        size_t L = strlen(de->d_name);
-        if (!(names[n] = malloc(L + 2))) {
-            rc = CLI_FAIL;
-            break;
-        }
-        names[n][0] = de->d_type == DT_REG ? 'r' : de->d_type == DT_UNKNOWN ? '?' : 'x';
-        memcpy(names[n] + 1, de->d_name, L + 1);
-        n++;
-    }
-    closedir(d);
-    if (rc != CLI_OK)
-        cli_error("report", "out of memory listing %s", o->records);
-    if (n > 1)
-        qsort(names, (size_t)n, sizeof *names, cmp_name);
-    int64_t now = (int64_t)time(NULL);
-    for (int i = 0; i < n && rc == CLI_OK; i++) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", o->records, names[i] + 1);
-        struct stat st;
-        ts_record r;
-        ts_error err;
-        if (names[i][0] == 'x' || (names[i][0] == '?' && (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)))) {
-            cli_error("report", "warning: skipping %s: not a regular file", path);
-            (*skipped)++;
-            continue;
-        }
-        if (ts_record_load(&r, path, &err) != TS_OK) {
-            cli_error("report", "warning: skipping %s: %s", path, err.text);
-            (*skipped)++;
-            continue;
-        }
-        if ((!(o->since_s > 0 && (double)(now - r.time) > o->since_s) && ts_report_add(rep, &r, &err) != TS_OK) ||
-            (flags && ts_flag_index_add_record(flags, &r, NULL, &err) != TS_OK)) {
-            cli_error("report", "%s", err.text);
-            rc = CLI_FAIL;
-        }
-        ts_record_free(&r);
-    }
-    for (int i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    return rc;
+    ts_report_dir rd = { .dir = o->records, .now = (int64_t)time(NULL), .since_s = o->since_s,
+                         .skip = warn_skipped, .each = flags ? index_record : NULL, .arg = flags };
+    ts_error err;
+    int rc = ts_report_add_dir(rep, &rd, skipped, complete, &err);
+    if (rc != TS_OK)
+        cli_error("report", "%s%s", rc == TS_EINPUT ? "--records " : "", err.text);
+    else if (!*complete)
+        cli_error("report", "warning: %s holds more than %d files: the rest are not read", o->records,
+                  TS_REPORT_MAX_FILES);
+    return rc == TS_OK ? CLI_OK : rc == TS_EINPUT ? CLI_USAGE : CLI_FAIL;
 }
 
 static const char *when(int64_t t, char *buf, size_t max)
@@ -613,7 +557,12 @@ int cmd_report(int argc, char **argv)
     if (o.svg && draw(o.svg, have_admin ? &admin : &inferred, s, n, mm, nmm) != CLI_OK)
         goto out;
     int top = o.top >= 0 ? o.top : !strcmp(o.format, "table") ? 20 : n;
-    if (!strcmp(o.format, "table"))
+    if (!strcmp(o.format, "prometheus")) {
+        if (ts_report_write_prometheus(rep, o.top, skipped, stdout, &err) != TS_OK) {
+            cli_error("report", "%s", err.text);
+            goto out;
+        }
+    } else if (!strcmp(o.format, "table"))
         print_table(stdout, s, n, top, ts_report_records(rep), skipped, mm, nmm, have_admin);
     else
         print_structured(stdout, !strcmp(o.format, "json"), s, n, top, ts_report_records(rep), skipped, mm, nmm);

@@ -14,6 +14,7 @@ void ts_record_init(ts_record *r)
 {
     memset(r, 0, sizeof *r);
     r->uid = -1;
+    r->prolog_s = NAN;
 }
 
 void ts_record_free(ts_record *r)
@@ -86,6 +87,8 @@ int ts_record_write(const ts_record *r, FILE *out)
         fprintf(out, "\nuid: null");
     fprintf(out, "\ntime: %lld\nstatus: ", (long long)r->time);
     ts_emit_yaml_string(out, r->status[0] ? r->status : "unknown");
+    if (isfinite(r->prolog_s))
+        fprintf(out, "\nprolog_s: %.3f", r->prolog_s);
     fprintf(out, "\nnodes: ");
     ts_emit_yaml_string(out, r->nodes ? r->nodes : "");
     fprintf(out, "\ntree: {switches: %d, depth: %d, leaf_groups: [", r->switches, r->depth);
@@ -111,7 +114,7 @@ int ts_record_write(const ts_record *r, FILE *out)
 /* ---- reader ---- */
 
 static const char *const top_keys[] = { "toposcope_record", "job", "user", "uid", "time", "status", "nodes",
-                                        "tree", "links", "anomalies", NULL };
+                                        "tree", "links", "anomalies", "prolog_s", NULL };
 static const char *const tree_keys[] = { "switches", "depth", "leaf_groups", NULL };
 static const char *const link_keys[] = { "link", "kind", "est_us", "lo_us", "hi_us", "samples", NULL };
 static const char *const anomaly_keys[] = { "link", "kind", "reason", "expected_us", "observed_us",
@@ -263,7 +266,8 @@ static int read_anomaly(ts_record *r, const ts_ydoc *d, int e, ts_error *err)
 #define VALUE_MAX_NODES (TS_RECORD_MAX_GROUPS + 64)
 #define VALUE_MAX_DEPTH 4
 
-enum { K_VERSION, K_JOB, K_USER, K_UID, K_TIME, K_STATUS, K_NODES, K_TREE, K_LINKS, K_ANOMALIES, K_COUNT };
+enum { K_VERSION, K_JOB, K_USER, K_UID, K_TIME, K_STATUS, K_NODES, K_TREE, K_LINKS, K_ANOMALIES, K_PROLOG,
+       K_COUNT };
 
 typedef struct reader {
     yaml_parser_t ps;
@@ -342,6 +346,8 @@ static int read_scalar_key(reader *rd, ts_record *r, int key, int v)
         return rc;
     case K_STATUS:
         return text(d, v, "status", r->status, sizeof r->status, err);
+    case K_PROLOG:
+        return ts_ydoc_num(d, v, "prolog_s", 0, 1e6, &r->prolog_s, err);
     case K_NODES:
         if (d->v[v].type != TS_Y_SCALAR)
             return ts_ydoc_fail(d, v, err, "'nodes' must be a hostlist");
@@ -406,7 +412,7 @@ static int read_top(reader *rd, ts_record *r, const char *source)
                                "missing", TS_RECORD_VERSION);
     if (unknown[0])
         return ts_ydoc_fail_at(&rd->d, TS_EINPUT, &stranger, rd->err, "unknown key '%s' in the top level (allowed: "
-                               "toposcope_record, job, user, uid, time, status, nodes, tree, links, anomalies)",
+                               "toposcope_record, job, user, uid, time, status, prolog_s, nodes, tree, links, anomalies)",
                                unknown);
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!seen[required[i]])

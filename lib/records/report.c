@@ -1,7 +1,13 @@
 /* toposcope — suspect links across records, leaf groups against topology.conf (report.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include "toposcope/flagindex.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/probe.h"
 #include "toposcope/report.h"
@@ -48,6 +54,8 @@ struct ts_report {
     group *g;
     const ts_fabric *admin;          /* NULL: the records' ids as they are */
     ts_link_matcher *matcher;
+    int measured, partial, failed;   /* records by the prolog's status */
+    values prolog;                   /* their prolog durations, s */
     ts_suspect *s;                   /* the ranking, once asked for */
     int ns;
     int ranked;
@@ -81,6 +89,7 @@ void ts_report_free(ts_report *r)
     free(r->g);
     free(r->e);
     free(r->s);
+    free(r->prolog.v);
     ts_strpool_free(r->ids);
     ts_strpool_free(r->jobs);
     ts_link_matcher_free(r->matcher);
@@ -180,6 +189,14 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
     if (r->matcher && ts_link_matcher_set_job(r->matcher, rec->leaf_groups, rec->ngroups, err) == TS_ENOMEM)
         return TS_ENOMEM;
     int me = r->records++;
+    if (!strcmp(rec->status, "measured"))
+        r->measured++;
+    else if (!strcmp(rec->status, "partial"))
+        r->partial++;
+    else
+        r->failed++;
+    if (isfinite(rec->prolog_s) && push(&r->prolog, rec->prolog_s))
+        return ts_fail(err, TS_ENOMEM, "out of memory");
     int nlinks = rec->links.n > rec->anomalies.n ? rec->links.n : rec->anomalies.n;
     /* a job that flagged everything says little about any one link */
     double weight = nlinks ? 1.0 - (double)rec->anomalies.n / nlinks : 0;
@@ -223,6 +240,101 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
         r->ngroups++;
     }
     return TS_OK;
+}
+
+/* ---- a records directory ---- */
+
+/* by name, after the type character in front of it */
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The directory's file names, sorted, each after a character for its type ('r' a regular file,
+ * 'x' anything else, '?' unknown: lstat tells), so that a stat per record is saved where the
+ * file system says. */
+static int list_names(const char *dir, char ***out, int *n, int *complete, ts_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return ts_fail(err, TS_EINPUT, "%s: %s", dir, strerror(errno));
+    char **names = NULL;
+    int cap = 0, rc = TS_OK;
+    struct dirent *de;
+    *n = 0;
+    while ((de = readdir(d))) {
+        /* dot files: the epilogs' temporary files and their flag index (.index) */
+        if (de->d_name[0] == '.')
+            continue;
+        if (*n == TS_REPORT_MAX_FILES) {
+            *complete = 0;
+            break;
+        }
+        size_t L = strlen(de->d_name);
+        if (ts_grow(&names, sizeof *names, &cap, *n, 256) || !(names[*n] = malloc(L + 2))) {
+            rc = ts_fail(err, TS_ENOMEM, "out of memory listing %s", dir);
+            break;
+        }
+        names[*n][0] = de->d_type == DT_REG ? 'r' : de->d_type == DT_UNKNOWN ? '?' : 'x';
+        memcpy(names[*n] + 1, de->d_name, L + 1);
+        (*n)++;
+    }
+    closedir(d);
+    if (rc == TS_OK && *n > 1)
+        qsort(names, (size_t)*n, sizeof *names, cmp_name);
+    if (rc != TS_OK) {
+        free_names(names, *n);
+        names = NULL;
+        *n = 0;
+    }
+    *out = names;
+    return rc;
+}
+
+int ts_report_add_dir(ts_report *r, const ts_report_dir *o, int *skipped, int *complete, ts_error *err)
+{
+    char **names = NULL;
+    int n = 0, rc;
+    *complete = 1;
+    if ((rc = list_names(o->dir, &names, &n, complete, err)) != TS_OK)
+        return rc;
+    for (int i = 0; i < n && rc == TS_OK; i++) {
+        if (o->deadline > 0 && ts_flag_clock() > o->deadline) {
+            *complete = 0;
+            break;
+        }
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", o->dir, names[i] + 1);
+        struct stat st;
+        ts_record rec;
+        ts_error why;
+        if (names[i][0] == 'x' || (names[i][0] == '?' && (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)))) {
+            if (o->skip)
+                o->skip(path, "not a regular file", o->arg);
+            (*skipped)++;
+            continue;
+        }
+        if (ts_record_load(&rec, path, &why) != TS_OK) {
+            if (o->skip)
+                o->skip(path, why.text, o->arg);
+            (*skipped)++;
+            continue;
+        }
+        if (!(o->since_s > 0 && (double)(o->now - rec.time) > o->since_s))
+            rc = ts_report_add(r, &rec, err);
+        if (rc == TS_OK && o->each)
+            rc = o->each(&rec, o->arg, err);
+        ts_record_free(&rec);
+    }
+    free_names(names, n);
+    return rc;
 }
 
 static int cmp_suspect(const void *pa, const void *pb)
@@ -278,6 +390,41 @@ int ts_report_suspects(ts_report *r, const ts_suspect **out, int *n, ts_error *e
     }
     *out = r->s;
     *n = r->ns;
+    return TS_OK;
+}
+
+const double ts_report_quantiles[TS_REPORT_QUANTILES] = { 0.5, 0.9, 0.99 };
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : a > b;
+}
+
+int ts_report_totals_get(const ts_report *r, ts_report_totals *t, ts_error *err)
+{
+    memset(t, 0, sizeof *t);
+    t->records = r->records;
+    t->measured = r->measured;
+    t->partial = r->partial;
+    t->failed = r->failed;
+    t->prolog_n = r->prolog.n;
+    for (int q = 0; q < TS_REPORT_QUANTILES; q++)
+        t->prolog_q_s[q] = NAN;
+    if (!r->prolog.n)
+        return TS_OK;
+    double *v = malloc(sizeof(double) * (size_t)r->prolog.n);
+    if (!v)
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    memcpy(v, r->prolog.v, sizeof(double) * (size_t)r->prolog.n);
+    qsort(v, (size_t)r->prolog.n, sizeof *v, cmp_double);
+    for (int i = 0; i < r->prolog.n; i++)
+        t->prolog_sum_s += v[i];
+    for (int q = 0; q < TS_REPORT_QUANTILES; q++) {
+        int k = (int)ceil(ts_report_quantiles[q] * r->prolog.n) - 1;
+        t->prolog_q_s[q] = v[k < 0 ? 0 : k];
+    }
+    free(v);
     return TS_OK;
 }
 

@@ -1,6 +1,7 @@
 /* toposcope — the job spool and its status.yaml (see toposcope/spool.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,6 +384,10 @@ int ts_status_parse(ts_status *s, const char *text, size_t len, const char *src,
         rc = ts_ydoc_bool(&d, mca, "placement_export_mca", &s->export_mca, err);
     if (rc == TS_OK)
         rc = take_unreachable(&d, root, s, err);
+    s->leader_ms = NAN;
+    int lms = ts_ydoc_get(&d, root, "leader_ms");
+    if (rc == TS_OK && lms >= 0)
+        rc = ts_ydoc_num(&d, lms, "leader_ms", 0, 1e9, &s->leader_ms, err);
     ts_ydoc_free(&d);
     if (rc != TS_OK)
         ts_status_free(s);

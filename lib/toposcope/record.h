@@ -6,6 +6,7 @@
  *   uid: 1000
  *   time: 1763700000            # seconds since the epoch, when the record was made
  *   status: measured            # the prolog's status: measured | partial | fallback
+ *   prolog_s: 1.234             # optional: the prolog's leader, start to results sent
  *   nodes: "node[1-8]"
  *   tree: {switches: 3, depth: 2, leaf_groups: ["node[1-4]", "node[5-8]"]}
  *   links:
@@ -41,6 +42,7 @@ typedef struct ts_record {
     long uid;                        /* -1 unknown */
     int64_t time;
     char status[32];
+    double prolog_s;                 /* NAN: unknown (not written) */
     char *nodes;                     /* hostlist, malloc'd */
     int switches, depth;
     int ngroups;

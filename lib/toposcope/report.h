@@ -55,6 +55,46 @@ int ts_report_records(const ts_report *r);
 /* A baseline from every record's unflagged links. */
 int ts_report_baseline(const ts_report *r, ts_baseline *b, ts_error *err);
 
+/* ---- a records directory ---- */
+
+#define TS_REPORT_MAX_FILES 1000000
+
+/* A file of the directory that is not a record (corrupt, truncated, foreign, not a regular
+ * file): its path and why. */
+typedef void (*ts_report_skip_fn)(const char *path, const char *why, void *arg);
+/* Every record read, whatever its age (the flag index wants them all). */
+typedef int (*ts_report_each_fn)(const ts_record *rec, void *arg, ts_error *err);
+
+typedef struct ts_report_dir {
+    const char *dir;
+    int64_t now;
+    double since_s;                  /* > 0: only records younger than this go into the report */
+    double deadline;                 /* > 0: ts_flag_clock() seconds, no record is read after it */
+    ts_report_skip_fn skip;          /* may be NULL */
+    ts_report_each_fn each;          /* may be NULL */
+    void *arg;
+} ts_report_dir;
+
+/* The records of o->dir into r, in name order (files whose names start with a dot are the
+ * epilogs' own and passed over; at most TS_REPORT_MAX_FILES). *skipped counts the files that are
+ * not records; *complete is 0 when the deadline or the file bound left some unread. TS_EINPUT
+ * when the directory cannot be listed. */
+int ts_report_add_dir(ts_report *r, const ts_report_dir *o, int *skipped, int *complete, ts_error *err);
+
+/* What the records say beyond their links. */
+#define TS_REPORT_QUANTILES 3
+extern const double ts_report_quantiles[TS_REPORT_QUANTILES];   /* 0.5, 0.9, 0.99 */
+typedef struct ts_report_totals {
+    int records;
+    int measured, partial, failed;   /* by the prolog's status; failed: fallback, missing,
+                                      * unreadable or anything else */
+    int prolog_n;                    /* records that carry the prolog's duration */
+    double prolog_sum_s;
+    double prolog_q_s[TS_REPORT_QUANTILES];   /* nearest rank; NAN without */
+} ts_report_totals;
+
+int ts_report_totals_get(const ts_report *r, ts_report_totals *t, ts_error *err);
+
 /* ---- leaf groups against the admin's topology.conf ---- */
 
 typedef struct ts_mismatch {

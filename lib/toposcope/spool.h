@@ -83,6 +83,8 @@ typedef struct ts_status {
     char placement[16];          /* "" when the prolog did not place */
     char placement_reason[1024];
     int export_mca;
+    double leader_ms;            /* the leader's time from its start to the results sent (its
+                                  * closing leader_ms): the prolog's duration; NAN unknown */
     int nunreachable;
     char **unreachable;
 } ts_status;
