@@ -388,3 +388,144 @@ int ts_fabric_write_yaml(const ts_fabric *f, FILE *out)
     free(queue);
     return ferror(out) ? TS_ESYS : TS_OK;
 }
+
+static int cmp_vertex_names(const void *a, const void *b, void *ctx)
+{
+    const ts_fabric *f = ctx;
+    return ts_hostname_cmp(f->v[*(const int *)a].name, f->v[*(const int *)b].name);
+}
+
+static int holds_node(const ts_fabric *f, int sw)
+{
+    for (int c = f->v[sw].first_child; c != TS_NONE; c = f->v[c].next_sibling)
+        if (f->v[c].kind == TS_NODE)
+            return 1;
+    return 0;
+}
+
+int ts_fabric_tops(const ts_fabric *f, int *tops, int max)
+{
+    if (f->root == TS_NONE)
+        return 0;
+    const ts_vertex *r = &f->v[f->root];
+    if (!r->implicit || holds_node(f, f->root)) {
+        if (max > 0)
+            tops[0] = f->root;
+        return 1;
+    }
+    int n = 0;
+    for (int c = r->first_child; c != TS_NONE; c = f->v[c].next_sibling, n++)
+        if (n < max)
+            tops[n] = c;
+    qsort_r(tops, (size_t)(n < max ? n : max), sizeof *tops, cmp_vertex_names, (void *)f);
+    return n;
+}
+
+/* keep[v] for every vertex: a node as keep() says, a switch when a kept node is below it.
+ * Children before parents: the reverse of a breadth-first order from the root. */
+static int mark_kept(const ts_fabric *src, ts_fabric_keep_fn keep, void *arg, unsigned char *kept,
+                     int *order, ts_fabric_pruned *dropped)
+{
+    int head = 0, tail = 0;
+    order[tail++] = src->root;
+    while (head < tail)
+        for (int c = src->v[order[head++]].first_child; c != TS_NONE; c = src->v[c].next_sibling)
+            order[tail++] = c;
+    for (int i = tail - 1; i >= 0; i--) {
+        int x = order[i];
+        const ts_vertex *v = &src->v[x];
+        if (v->kind == TS_NODE) {
+            kept[x] = keep(v->name, arg) != 0;
+            dropped->nodes += !kept[x];
+        } else {
+            dropped->switches += !kept[x];
+        }
+        if (kept[x] && v->parent != TS_NONE)
+            kept[v->parent] = 1;
+    }
+    return tail;
+}
+
+static int dropped_names(const ts_fabric *src, const unsigned char *kept, ts_fabric_pruned *dropped)
+{
+    if (!dropped->nodes)
+        return TS_OK;
+    char **names = malloc(sizeof *names * (size_t)dropped->nodes);
+    if (!names)
+        return TS_ENOMEM;
+    size_t n = 0;
+    for (int i = 0; i < src->nnodes; i++) {      /* node order is natural name order */
+        int v = src->node_vertex[i];
+        if (!kept[v])
+            names[n++] = src->v[v].name;
+    }
+    dropped->names = ts_hostlist_compress(names, n);
+    free(names);
+    return dropped->names ? TS_OK : TS_ENOMEM;
+}
+
+/* The kept vertices of src into dst, parents first (order is breadth-first), below `top`. */
+static int copy_kept(ts_fabric *dst, const ts_fabric *src, const unsigned char *kept, const int *order,
+                     int n, int top, int *map, ts_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        int x = order[i];
+        map[x] = TS_NONE;
+        /* above top (an implicit root giving way) or outside what is kept */
+        if (!kept[x] || (x != top && (src->v[x].parent == TS_NONE || map[src->v[x].parent] == TS_NONE)))
+            continue;
+        int v = ts_fabric_add_vertex(dst, src->v[x].name, src->v[x].kind, err);
+        if (v < 0)
+            return v;
+        const ts_vertex *s = &src->v[x];
+        ts_vertex *d = &dst->v[v];
+        d->line = s->line;
+        d->implicit = s->implicit;
+        d->link_us = s->link_us;
+        d->link_lo_us = s->link_lo_us;
+        d->link_hi_us = s->link_hi_us;
+        d->host_us = s->host_us;
+        map[x] = v;
+        int rc = x == top ? TS_OK : ts_fabric_attach(dst, map[s->parent], v, err);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
+int ts_fabric_keep_nodes(ts_fabric *dst, const ts_fabric *src, ts_fabric_keep_fn keep, void *arg,
+                         ts_fabric_pruned *dropped, ts_error *err)
+{
+    ts_fabric_init(dst);
+    memset(dropped, 0, sizeof *dropped);
+    if (src->root == TS_NONE)
+        return ts_fail(err, TS_EINPUT, "the tree is not finalized");
+    int n = src->nvert;
+    unsigned char *kept = calloc((size_t)n, 1);
+    int *order = malloc(sizeof *order * (size_t)n), *map = malloc(sizeof *map * (size_t)n);
+    int rc = kept && order && map ? TS_OK : ts_fail(err, TS_ENOMEM, "out of memory");
+    int reached = rc == TS_OK ? mark_kept(src, keep, arg, kept, order, dropped) : 0;
+    if (rc == TS_OK && dropped_names(src, kept, dropped) != TS_OK)
+        rc = ts_fail(err, TS_ENOMEM, "out of memory");
+    if (rc == TS_OK && !kept[src->root])
+        rc = ts_fail(err, TS_EINPUT, "none of the tree's %d nodes is kept", src->nnodes);
+    int top = src->root;
+    if (rc == TS_OK && src->v[top].implicit && !holds_node(src, top)) {
+        int only = TS_NONE, nkept = 0;
+        for (int c = src->v[top].first_child; c != TS_NONE; c = src->v[c].next_sibling)
+            if (kept[c] && ++nkept == 1)
+                only = c;
+        if (nkept == 1)
+            top = only;          /* one fabric left: the implicit root above it goes */
+    }
+    if (rc == TS_OK)
+        rc = copy_kept(dst, src, kept, order, reached, top, map, err);
+    if (rc == TS_OK)
+        rc = ts_fabric_finalize(dst, err);
+    if (rc != TS_OK)
+        ts_fabric_free(dst);
+    free(kept);
+    free(order);
+    free(map);
+    return rc;
+}

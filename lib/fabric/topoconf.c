@@ -7,6 +7,7 @@
  * reported with both lines involved. The input is untrusted: every read is bounded by len,
  * the vertex count is bounded, and cycle detection walks parent links iteratively. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -575,6 +576,115 @@ int ts_fabric_write_topology_conf(const ts_fabric *f, FILE *out)
 out:
     free(height);
     free(switches);
+    free(names);
+    return rc;
+}
+
+/* ---- topology/block ------------------------------------------------------------------------ */
+
+static int node_children(const ts_fabric *f, int sw)
+{
+    int n = 0;
+    for (int c = f->v[sw].first_child; c != TS_NONE; c = f->v[c].next_sibling)
+        n += f->v[c].kind == TS_NODE;
+    return n;
+}
+
+static int cmp_vertex_desc(const void *a, const void *b, void *ctx)
+{
+    const ts_fabric *f = ctx;
+    return ts_hostname_cmp(f->v[*(const int *)b].name, f->v[*(const int *)a].name);
+}
+
+int ts_fabric_blocks(const ts_fabric *f, int top, int *blocks, int max)
+{
+    int *stack = malloc(sizeof *stack * ((size_t)f->nvert + 1));
+    if (!stack)
+        return TS_ENOMEM;
+    int sp = 0, n = 0;
+    stack[sp++] = top;
+    while (sp > 0) {
+        int x = stack[--sp];
+        if (node_children(f, x)) {
+            if (n < max)
+                blocks[n] = x;
+            n++;
+        }
+        /* pushed last-name first, so the first name is taken next */
+        int first = sp;
+        for (int c = f->v[x].first_child; c != TS_NONE; c = f->v[c].next_sibling)
+            if (f->v[c].kind == TS_SWITCH)
+                stack[sp++] = c;
+        qsort_r(stack + first, (size_t)(sp - first), sizeof *stack, cmp_vertex_desc, (void *)f);
+    }
+    free(stack);
+    return n;
+}
+
+int ts_block_sizes(const ts_fabric *f, const int *blocks, int n, int larger, int *sizes)
+{
+    if (n <= 0)
+        return 0;
+    int base = node_children(f, blocks[0]);
+    for (int i = 1; i < n; i++)
+        if (node_children(f, blocks[i]) < base)
+            base = node_children(f, blocks[i]);
+    int k = 0;
+    sizes[k++] = base;
+    for (long mult = 2; larger && mult <= n && k < TS_BLOCK_SIZES_MAX && base * mult <= INT_MAX; mult *= 2)
+        sizes[k++] = (int)(base * mult);
+    return k;
+}
+
+static int write_block(const ts_fabric *f, int sw, char **names, FILE *out, ts_error *err)
+{
+    char *nodes;
+    if (compress_children(f, sw, TS_NODE, names, &nodes) != TS_OK)
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    int rc = TS_OK;
+    if (strlen("BlockName= Nodes=") + strlen(f->v[sw].name) + strlen(nodes) > TS_TOPOCONF_LINE_MAX)
+        rc = ts_fail(err, TS_ELIMIT, "block '%s': its line would be longer than %d bytes", f->v[sw].name,
+                     TS_TOPOCONF_LINE_MAX);
+    else
+        fprintf(out, "BlockName=%s Nodes=%s\n", f->v[sw].name, nodes);
+    free(nodes);
+    return rc;
+}
+
+int ts_fabric_write_block_conf(const ts_fabric *f, FILE *out, ts_error *err)
+{
+    int n = f->nvert + 1;
+    int *tops = malloc(sizeof *tops * (size_t)n), *blocks = malloc(sizeof *blocks * (size_t)n);
+    char **names = malloc(sizeof *names * (size_t)n);
+    int rc = tops && blocks && names ? TS_OK : ts_fail(err, TS_ENOMEM, "out of memory");
+    int ntops = rc == TS_OK ? ts_fabric_tops(f, tops, n) : 0, nblocks = 0;
+    for (int t = 0; t < ntops && rc == TS_OK; t++) {
+        int k = ts_fabric_blocks(f, tops[t], blocks + nblocks, n - nblocks);
+        rc = k < 0 ? ts_fail(err, TS_ENOMEM, "out of memory") : TS_OK;
+        nblocks += k > 0 ? k : 0;
+    }
+    if (rc == TS_OK && nblocks == 0)
+        rc = ts_fail(err, TS_EINPUT, "the tree has no switch that holds nodes: no block to write");
+    if (rc == TS_OK) {
+        fprintf(out, "# topology.conf for Slurm's topology/block written by toposcope: a block per switch\n"
+                     "# that holds nodes, neighbours under one switch\n");
+        if (ntops > 1)
+            fprintf(out, "# %d separate fabrics: BlockSizes= is the base size alone, so that no larger block\n"
+                         "# pairs two of them (topology.yaml keeps each fabric its own topology)\n", ntops);
+    }
+    for (int i = 0; i < nblocks && rc == TS_OK; i++)
+        rc = write_block(f, blocks[i], names, out, err);
+    if (rc == TS_OK) {
+        int sizes[TS_BLOCK_SIZES_MAX], k = ts_block_sizes(f, blocks, nblocks, ntops == 1, sizes);
+        fprintf(out, "BlockSizes=");
+        for (int i = 0; i < k; i++)
+            fprintf(out, "%s%d", i ? "," : "", sizes[i]);
+        fputc('\n', out);
+        if (ferror(out))
+            rc = ts_fail(err, TS_ESYS, "write error: %s", strerror(errno));
+    }
+    free(tops);
+    free(blocks);
     free(names);
     return rc;
 }

@@ -82,4 +82,27 @@ int ts_fabric_write_yaml(const ts_fabric *f, FILE *out);
 /* Copy the switch/node structure of src into dst (fresh), including latencies. */
 int ts_fabric_copy(ts_fabric *dst, const ts_fabric *src, ts_error *err);
 
+/* The top switches of the separate fabrics a finalized tree holds, in natural name order: the
+ * children of an implicit root that holds no node itself (topology.conf with several
+ * parentless switches), else the root alone. Returns the count; writes at most max. */
+int ts_fabric_tops(const ts_fabric *f, int *tops, int max);
+
+/* Whether node `name` stays in a pruned tree. */
+typedef int (*ts_fabric_keep_fn)(const char *name, void *arg);
+
+/* What pruning left out. */
+typedef struct ts_fabric_pruned {
+    int nodes;                       /* nodes keep() refused */
+    char *names;                     /* their names as a compressed hostlist (malloc'd), or NULL */
+    int switches;                    /* switches left with no node below them */
+} ts_fabric_pruned;
+
+/* dst: a finalized copy of the finalized src with only the nodes keep() accepts and the
+ * switches that still hold one of them (Slurm refuses a switch without children and a whole
+ * topology that names a node it does not know); an implicit root left with one child gives
+ * way to it. TS_EINPUT when no node is left: dst is then empty, `dropped` still filled. The
+ * caller frees dst (ts_fabric_free) and dropped->names (free) after any return. */
+int ts_fabric_keep_nodes(ts_fabric *dst, const ts_fabric *src, ts_fabric_keep_fn keep, void *arg,
+                         ts_fabric_pruned *dropped, ts_error *err);
+
 #endif
