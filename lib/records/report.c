@@ -41,6 +41,7 @@ typedef struct link_entry {
 
 typedef struct group {
     const char *job;                 /* in the job pool */
+    int record;                      /* the number of the record it came from */
     char *hosts;                     /* a hostlist */
 } group;
 
@@ -237,6 +238,7 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
         if (j < 0 || !(g->hosts = strdup(rec->leaf_groups[i])))
             return ts_fail(err, TS_ENOMEM, "out of memory");
         g->job = ts_strpool_str(r->jobs, j);
+        g->record = me;
         r->ngroups++;
     }
     return TS_OK;
@@ -435,81 +437,184 @@ int ts_report_baseline(const ts_report *r, ts_baseline *b, ts_error *err)
 
 /* ---- leaf groups ---- */
 
-int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
+/* The tree the records' leaf groups make: nodes measured under one switch in any job share a
+ * leaf; nodes that shared a job share a fabric. Node numbers are those of the pool `ns`. */
+typedef struct inference {
+    ts_strpool *ns;
+    int nn;
+    int *leaf, *fabric;              /* union-find over node numbers */
+    int *rank;                       /* a node's place in natural name order */
+    int *leaf_min, *fabric_min;      /* by root: the smallest rank of the set */
+    int *order;                      /* node numbers, fabric by fabric, leaf by leaf */
+} inference;
+
+static void inference_free(inference *in)
 {
-    /* every node named by any group, numbered in order of appearance */
-    ts_strpool *ns = ts_strpool_new();
-    int rc = ns ? TS_OK : TS_ENOMEM, nn = 0;
-    int *uf = NULL, *leaf_of = NULL;
-    ts_fabric_init(out);
+    ts_strpool_free(in->ns);
+    free(in->leaf);
+    free(in->fabric);
+    free(in->rank);
+    free(in->leaf_min);
+    free(in->fabric_min);
+    free(in->order);
+}
+
+/* Every node named by a group, numbered in order of appearance. A group whose hostlist does not
+ * expand is passed over here and below (the record reader refused those). */
+static int intern_nodes(const ts_report *r, inference *in)
+{
+    int rc = TS_OK;
     for (int i = 0; i < r->ngroups && rc == TS_OK; i++) {
         ts_hostlist hl;
         if (ts_hostlist_expand(r->g[i].hosts, strlen(r->g[i].hosts), &hl, NULL) != TS_OK)
-            continue;                    /* the record reader accepted it; a bad one is skipped */
+            continue;
         for (size_t k = 0; k < hl.count && rc == TS_OK; k++)
-            rc = ts_strpool_intern(ns, hl.hosts[k]) < 0 ? TS_ENOMEM : TS_OK;
+            rc = ts_strpool_intern(in->ns, hl.hosts[k]) < 0 ? TS_ENOMEM : TS_OK;
         ts_hostlist_free(&hl);
     }
-    if (rc)
-        goto oom;
-    nn = ts_strpool_count(ns);
-    if (nn == 0) {
-        rc = ts_fail(err, TS_EINPUT, "no record holds a measured tree: nothing to infer");
-        goto done;
-    }
-    uf = malloc(sizeof(int) * (size_t)nn);
-    leaf_of = malloc(sizeof(int) * (size_t)nn);
-    if (!uf || !leaf_of)
-        goto oom;
-    for (int i = 0; i < nn; i++)
-        uf[i] = i;
+    in->nn = ts_strpool_count(in->ns);
+    return rc;
+}
+
+/* Each group's nodes joined under one leaf, and with the other groups of its record (groups of
+ * one record are added one after the other) in one fabric. */
+static void join_groups(const ts_report *r, inference *in)
+{
+    for (int i = 0; i < in->nn; i++)
+        in->leaf[i] = in->fabric[i] = i;
+    int rec = -1, rec_first = -1;
     for (int i = 0; i < r->ngroups; i++) {
         ts_hostlist hl;
         if (ts_hostlist_expand(r->g[i].hosts, strlen(r->g[i].hosts), &hl, NULL) != TS_OK)
             continue;
-        int first = hl.count ? ts_strpool_find(ns, hl.hosts[0]) : -1;
-        for (size_t k = 1; k < hl.count; k++) {
-            int a = ts_uf_find(uf, first), b = ts_uf_find(uf, ts_strpool_find(ns, hl.hosts[k]));
-            if (a != b)
-                uf[a] = b;
+        int first = hl.count ? ts_strpool_find(in->ns, hl.hosts[0]) : -1;
+        if (hl.count && rec != r->g[i].record) {
+            rec = r->g[i].record;
+            rec_first = first;
+        }
+        for (size_t k = 0; k < hl.count; k++) {
+            int x = ts_strpool_find(in->ns, hl.hosts[k]);
+            ts_uf_union(in->leaf, x, first);
+            ts_uf_union(in->fabric, x, rec_first);
         }
         ts_hostlist_free(&hl);
     }
-    int top = ts_fabric_add_vertex(out, "top", TS_SWITCH, err), nleaves = 0;
-    if (top < 0) {
-        rc = top;
-        goto done;
+}
+
+static int cmp_node_name(const void *a, const void *b, void *ctx)
+{
+    const ts_strpool *ns = ctx;
+    return ts_hostname_cmp(ts_strpool_str(ns, *(const int *)a), ts_strpool_str(ns, *(const int *)b));
+}
+
+static int cmp_placed(const void *a, const void *b, void *ctx)
+{
+    const inference *in = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    int fx = in->fabric_min[ts_uf_find(in->fabric, x)], fy = in->fabric_min[ts_uf_find(in->fabric, y)];
+    if (fx != fy)
+        return fx < fy ? -1 : 1;
+    int lx = in->leaf_min[ts_uf_find(in->leaf, x)], ly = in->leaf_min[ts_uf_find(in->leaf, y)];
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return in->rank[x] < in->rank[y] ? -1 : in->rank[x] > in->rank[y];
+}
+
+/* The output order, whatever the order of the records: fabrics by their first node in natural
+ * name order, within a fabric leaves likewise, within a leaf the nodes. */
+static void place_nodes(inference *in)
+{
+    for (int i = 0; i < in->nn; i++)
+        in->order[i] = i;
+    qsort_r(in->order, (size_t)in->nn, sizeof *in->order, cmp_node_name, in->ns);
+    for (int i = 0; i < in->nn; i++) {
+        in->rank[in->order[i]] = i;
+        in->leaf_min[i] = in->fabric_min[i] = in->nn;
     }
-    for (int i = 0; i < nn; i++)
-        leaf_of[i] = -1;
-    for (int i = 0; i < nn; i++) {
-        int root = ts_uf_find(uf, i);
-        if (leaf_of[root] < 0) {
-            char name[32];
-            snprintf(name, sizeof name, "leaf%d", ++nleaves);
-            int v = ts_fabric_add_vertex(out, name, TS_SWITCH, err);
-            if (v < 0 || (rc = ts_fabric_attach(out, top, v, err)) != TS_OK) {
-                rc = v < 0 ? v : rc;
-                goto done;
-            }
-            leaf_of[root] = v;
-        }
-        int v = ts_fabric_add_vertex(out, ts_strpool_str(ns, i), TS_NODE, err);
-        if (v < 0 || (rc = ts_fabric_attach(out, leaf_of[root], v, err)) != TS_OK) {
-            rc = v < 0 ? v : rc;
-            goto done;
-        }
+    for (int i = 0; i < in->nn; i++) {
+        int l = ts_uf_find(in->leaf, i), f = ts_uf_find(in->fabric, i);
+        if (in->rank[i] < in->leaf_min[l])
+            in->leaf_min[l] = in->rank[i];
+        if (in->rank[i] < in->fabric_min[f])
+            in->fabric_min[f] = in->rank[i];
     }
-    rc = ts_fabric_finalize(out, err);
-    goto done;
-oom:
-    rc = ts_fail(err, TS_ENOMEM, "out of memory");
-done:
-    if (rc)
+    qsort_r(in->order, (size_t)in->nn, sizeof *in->order, cmp_placed, in);
+}
+
+/* A switch named base+number, or with "-sw" after it while a node holds that name. */
+static int add_switch(ts_fabric *out, const inference *in, const char *base, int number, ts_error *err)
+{
+    char name[64];
+    if (number > 0)
+        snprintf(name, sizeof name, "%s%d", base, number);
+    else
+        snprintf(name, sizeof name, "%s", base);
+    while (ts_strpool_find(in->ns, name) >= 0 && strlen(name) + 3 < sizeof name)
+        strcat(name, "-sw");
+    return ts_fabric_add_vertex(out, name, TS_SWITCH, err);
+}
+
+static int add_under(ts_fabric *out, int parent, int v, ts_error *err)
+{
+    return v < 0 ? v : ts_fabric_attach(out, parent, v, err);
+}
+
+/* One top switch per fabric ("top" when there is one, else top1, top2, ... below an implicit
+ * root, as topology.conf's parser makes it for parentless switches), leaf1, leaf2, ... below. */
+static int build_tree(const inference *in, ts_fabric *out, ts_error *err)
+{
+    int nfabrics = 0;
+    for (int i = 0; i < in->nn; i++)
+        nfabrics += ts_uf_find(in->fabric, i) == i;
+    int root = TS_NONE, top = TS_NONE, leaf = TS_NONE, ntops = 0, nleaves = 0, rc = TS_OK;
+    if (nfabrics > 1) {
+        if ((root = add_switch(out, in, "root", 0, err)) < 0)
+            return root;
+        out->v[root].implicit = 1;
+    }
+    for (int i = 0; i < in->nn && rc == TS_OK; i++) {
+        int x = in->order[i];
+        int fab = ts_uf_find(in->fabric, x), lf = ts_uf_find(in->leaf, x);
+        if (i == 0 || fab != ts_uf_find(in->fabric, in->order[i - 1])) {
+            top = add_switch(out, in, "top", nfabrics > 1 ? ++ntops : 0, err);
+            rc = root == TS_NONE ? (top < 0 ? top : TS_OK) : add_under(out, root, top, err);
+        }
+        if (rc == TS_OK && (i == 0 || lf != ts_uf_find(in->leaf, in->order[i - 1]))) {
+            leaf = add_switch(out, in, "leaf", ++nleaves, err);
+            rc = add_under(out, top, leaf, err);
+        }
+        if (rc == TS_OK)
+            rc = add_under(out, leaf, ts_fabric_add_vertex(out, ts_strpool_str(in->ns, x), TS_NODE, err), err);
+    }
+    return rc;
+}
+
+int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err)
+{
+    inference in = { .ns = ts_strpool_new() };
+    ts_fabric_init(out);
+    int rc = in.ns ? intern_nodes(r, &in) : TS_ENOMEM;
+    if (rc == TS_OK && in.nn == 0) {
+        inference_free(&in);
+        return ts_fail(err, TS_EINPUT, "no record holds a measured tree: nothing to infer");
+    }
+    size_t n = (size_t)in.nn;
+    if (rc == TS_OK && (!(in.leaf = malloc(sizeof(int) * n)) || !(in.fabric = malloc(sizeof(int) * n)) ||
+                        !(in.rank = malloc(sizeof(int) * n)) || !(in.leaf_min = malloc(sizeof(int) * n)) ||
+                        !(in.fabric_min = malloc(sizeof(int) * n)) || !(in.order = malloc(sizeof(int) * n))))
+        rc = TS_ENOMEM;
+    if (rc == TS_OK) {
+        join_groups(r, &in);
+        place_nodes(&in);
+        rc = build_tree(&in, out, err);
+        if (rc == TS_OK)
+            rc = ts_fabric_finalize(out, err);
+    } else {
+        rc = ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    if (rc != TS_OK)
         ts_fabric_free(out);
-    free(uf);
-    free(leaf_of);
-    ts_strpool_free(ns);
+    inference_free(&in);
     return rc;
 }
 

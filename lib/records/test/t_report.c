@@ -8,6 +8,7 @@
 #include "hwdata.h"
 #include "toposcope/record.h"
 #include "toposcope/report.h"
+#include "toposcope/topoconf.h"
 
 static void add(ts_report *rep, const char *text)
 {
@@ -167,9 +168,74 @@ static void test_admin_names(void)
     ts_fabric_free(&admin);
 }
 
+static const char *const fabric_records[] = {
+    /* fabric b: two jobs, whose leaf groups overlap in b3 */
+    "toposcope_record: 1\njob: \"11\"\ntime: 100\nnodes: \"b[1-6]\"\n"
+    "tree: {switches: 3, depth: 2, leaf_groups: [\"b[1-3]\", \"b[5-6]\"]}\nlinks: []\nanomalies: []\n",
+    "toposcope_record: 1\njob: \"12\"\ntime: 110\nnodes: \"b[3-4],b10\"\n"
+    "tree: {switches: 3, depth: 2, leaf_groups: [\"b[3-4]\", \"b10\"]}\nlinks: []\nanomalies: []\n",
+    /* fabric a: never in a job with b's nodes */
+    "toposcope_record: 1\njob: \"13\"\ntime: 120\nnodes: \"a[1-4]\"\n"
+    "tree: {switches: 3, depth: 2, leaf_groups: [\"a[3-4]\", \"a[1-2]\"]}\nlinks: []\nanomalies: []\n",
+};
+
+static char *inferred_conf(int reverse)
+{
+    ts_report *rep = ts_report_new();
+    int n = (int)(sizeof fabric_records / sizeof *fabric_records);
+    for (int i = 0; i < n; i++)
+        add(rep, fabric_records[reverse ? n - 1 - i : i]);
+    ts_fabric f;
+    ts_error err;
+    char *buf = NULL;
+    size_t len = 0;
+    if (ts_report_inferred_tree(rep, &f, &err) == TS_OK) {
+        FILE *out = open_memstream(&buf, &len);
+        ts_fabric_write_topology_conf(&f, out);
+        fclose(out);
+        ts_fabric_free(&f);
+    } else {
+        diag("  %s", err.text);
+    }
+    ts_report_free(rep);
+    return buf;
+}
+
+/* Jobs on disjoint node sets are separate fabrics; names and order follow the nodes' names,
+ * not the order the records came in. */
+static void test_inferred_fabrics(void)
+{
+    const char *want = "# topology.conf written by toposcope: leaf switches first\n"
+                       "SwitchName=leaf1 Nodes=a[1-2]\nSwitchName=leaf2 Nodes=a[3-4]\n"
+                       "SwitchName=leaf3 Nodes=b[1-4]\nSwitchName=leaf4 Nodes=b[5-6]\nSwitchName=leaf5 Nodes=b10\n"
+                       "SwitchName=top1 Switches=leaf[1-2]\nSwitchName=top2 Switches=leaf[3-5]\n";
+    char *a = inferred_conf(0), *b = inferred_conf(1);
+    if (!ok(a && !strcmp(a, want), "two fabrics, each its own top switch; leaves joined where groups overlap"))
+        diag("  got:\n%s", a ? a : "(failed)");
+    ok(a && b && !strcmp(a, b), "the records in the other order give the same bytes");
+    free(a);
+    free(b);
+    ts_report *rep = ts_report_new();
+    add(rep, fabric_records[2]);
+    ts_fabric f;
+    ts_error err;
+    ok(ts_report_inferred_tree(rep, &f, &err) == TS_OK && !strcmp(f.v[f.root].name, "top") && !f.v[f.root].implicit,
+       "one fabric: one top switch, 'top', as before");
+    ts_fabric_free(&f);
+    ts_report_free(rep);
+    rep = ts_report_new();
+    add(rep, "toposcope_record: 1\njob: \"14\"\ntime: 100\nnodes: \"leaf1,top\"\n"
+             "tree: {switches: 2, depth: 1, leaf_groups: [\"leaf1,top\"]}\nlinks: []\nanomalies: []\n");
+    ok(ts_report_inferred_tree(rep, &f, &err) == TS_OK && ts_fabric_find(&f, "top-sw") != TS_NONE &&
+       ts_fabric_find(&f, "leaf1-sw") != TS_NONE && f.nnodes == 2, "nodes named like switches: the switches step aside");
+    ts_fabric_free(&f);
+    ts_report_free(rep);
+}
+
 int main(void)
 {
     test_counts();
+    test_inferred_fabrics();
     test_admin_names();
     test_many_links();
     return done_testing();
