@@ -152,7 +152,7 @@ grep -q "  $x: topology.conf says $other, measured with the nodes of $leaf (15 j
   grep -q "  $y: topology.conf says $leaf, measured with the nodes of $other" "$tmp/r2"
 ok $? "two nodes swapped in topology.conf are listed with where they were measured ($x, $y)"
 
-"$bin" report --records "$tmp/rec" --write-topology "$tmp/inferred.conf" > /dev/null 2>&1 &&
+"$bin" report --records "$tmp/rec" --write-topology "$tmp/inferred.conf" --nodes "$hostlist" > /dev/null 2>&1 &&
   "$bin" sim --fabric "$tmp/inferred.conf" --method pmm --no-links --out "$tmp/inf" > /dev/null 2>&1
 ok $? "--write-topology writes a topology.conf that toposcope reads back"
 [ "$(grep -c '^SwitchName=leaf' "$tmp/inferred.conf")" -eq 32 ] &&

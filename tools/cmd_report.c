@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "slurm_nodes.h"
 #include "toposcope/anomaly.h"
 #include "toposcope/emit.h"
 #include "toposcope/fabric.h"
@@ -22,6 +23,7 @@
 #include "toposcope/reportprom.h"
 #include "toposcope/reportsvg.h"
 #include "toposcope/topoconf.h"
+#include "toposcope/topoyaml.h"
 #include "toposcope/textout.h"
 
 static void report_usage(FILE *out)
@@ -49,17 +51,29 @@ static void report_usage(FILE *out)
             "                         as boxes; FILE.png too when rsvg-convert or convert is installed\n"
             "  --update-baseline FILE write the per-link baseline the epilogs read (median, MAD of every\n"
             "                         record's unflagged estimates)\n"
-            "  --write-topology FILE  write the leaf switches inferred from the records as topology.conf\n"
+            "  --write-topology FILE  write the tree inferred from the records (a leaf switch per set of\n"
+            "                         nodes measured under one switch, a top switch per set of nodes that\n"
+            "                         shared jobs) for Slurm: topology.conf, or topology.yaml (Slurm\n"
+            "                         25.05+, a topology per fabric) when FILE ends in .yaml; written\n"
+            "                         aside and renamed, never half; only nodes Slurm knows (--nodes, else\n"
+            "                         scontrol show nodes -o), the others named and left out\n"
+            "  --topology-format FMT  tree (default: topology/tree's switches) or block (topology/block:\n"
+            "                         a BlockName= per leaf switch and BlockSizes=)\n"
+            "  --nodes HOSTLIST       the nodes Slurm knows, for --write-topology (default: ask scontrol)\n"
+            "  --scontrol PATH        the scontrol to ask (default: scontrol on PATH; stopped after %d s;\n"
+            "                         when it cannot say, the names are written unchecked, with a warning)\n"
             "  --rebuild-index        rebuild DIR/.index, the flag index the epilogs' drain check reads,\n"
             "                         from every record read (merged with what epilogs add meanwhile)\n"
             "  -h, --help             this text\n"
             "\n"
             "Files in DIR that are not records (corrupt, truncated, foreign) are skipped with a warning\n"
-            "naming them. exit status: 0 done, 1 failure, 2 bad options or input.\n");
+            "naming them. exit status: 0 done, 1 failure, 2 bad options or input.\n", SLURM_NODES_TIMEOUT_S);
 }
 
 typedef struct report_options {
     const char *records, *topology, *format, *svg, *baseline_out, *topology_out;
+    const char *nodes, *scontrol;    /* the nodes Slurm knows: the list given, else scontrol's */
+    int block;                       /* --topology-format block */
     int rebuild_index;
     double since_s;              /* 0: every record */
     int top;                     /* -1: the format's default */
@@ -91,17 +105,21 @@ static int parse_age(const char *s, double *out)
 
 static int parse_options(int argc, char **argv, report_options *o)
 {
-    enum { O_RECORDS = 256, O_SINCE, O_TOPOLOGY, O_FORMAT, O_TOP, O_SVG, O_BASELINE, O_WRITE_TOPO, O_REBUILD };
+    enum { O_RECORDS = 256, O_SINCE, O_TOPOLOGY, O_FORMAT, O_TOP, O_SVG, O_BASELINE, O_WRITE_TOPO, O_REBUILD,
+           O_TOPO_FORMAT, O_NODES, O_SCONTROL };
     static const struct option longopts[] = {
         {"records", required_argument, 0, O_RECORDS}, {"since", required_argument, 0, O_SINCE},
         {"topology", required_argument, 0, O_TOPOLOGY}, {"format", required_argument, 0, O_FORMAT},
         {"top", required_argument, 0, O_TOP}, {"svg", required_argument, 0, O_SVG},
         {"update-baseline", required_argument, 0, O_BASELINE},
         {"write-topology", required_argument, 0, O_WRITE_TOPO}, {"rebuild-index", no_argument, 0, O_REBUILD},
+        {"topology-format", required_argument, 0, O_TOPO_FORMAT}, {"nodes", required_argument, 0, O_NODES},
+        {"scontrol", required_argument, 0, O_SCONTROL},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->format = "table";
+    o->scontrol = "scontrol";
     o->top = -1;
     int c;
     uint64_t u;
@@ -114,6 +132,15 @@ static int parse_options(int argc, char **argv, report_options *o)
         case O_BASELINE: o->baseline_out = optarg; break;
         case O_WRITE_TOPO: o->topology_out = optarg; break;
         case O_REBUILD: o->rebuild_index = 1; break;
+        case O_NODES: o->nodes = optarg; break;
+        case O_SCONTROL: o->scontrol = optarg; break;
+        case O_TOPO_FORMAT:
+            if (strcmp(optarg, "tree") && strcmp(optarg, "block")) {
+                cli_error("report", "--topology-format wants tree or block, not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            o->block = !strcmp(optarg, "block");
+            break;
         case O_FORMAT:
             if (strcmp(optarg, "table") && strcmp(optarg, "yaml") && strcmp(optarg, "json") &&
                 strcmp(optarg, "prometheus")) {
@@ -149,6 +176,10 @@ static int parse_options(int argc, char **argv, report_options *o)
     }
     if (!o->records) {
         cli_error("report", "--records DIR is required (see --help)");
+        return CLI_USAGE;
+    }
+    if (!o->topology_out && (o->block || o->nodes)) {
+        cli_error("report", "--topology-format and --nodes go with --write-topology FILE");
         return CLI_USAGE;
     }
     return CLI_OK;
@@ -453,8 +484,9 @@ static int rebuild_index(const report_options *o, ts_flag_index *rebuilt)
 }
 
 /* Write path aside and rename it over the old one, so a reader (an epilog) never sees half. */
-static int write_aside(const char *path, int (*fn)(const void *, FILE *), const void *arg)
+static int write_aside(const char *path, int (*fn)(const void *, FILE *, ts_error *), const void *arg)
 {
+    ts_error err = { "" };
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
@@ -462,26 +494,122 @@ static int write_aside(const char *path, int (*fn)(const void *, FILE *), const 
         cli_error("report", "cannot write %s: %s", tmp, strerror(errno));
         return CLI_FAIL;
     }
-    int bad = fn(arg, f) != TS_OK || ferror(f);
+    int bad = fn(arg, f, &err) != TS_OK || ferror(f);
     bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
     if (bad || rename(tmp, path) != 0) {
-        cli_error("report", "cannot write %s: %s", path, strerror(errno));
+        cli_error("report", "cannot write %s: %s", path, err.text[0] ? err.text : strerror(errno));
         unlink(tmp);
         return CLI_FAIL;
     }
     return CLI_OK;
 }
 
-static int put_baseline(const void *b, FILE *f)
+static int put_baseline(const void *b, FILE *f, ts_error *err)
 {
+    (void)err;
     return ts_baseline_write(b, f);
 }
 
-static int put_topology(const void *t, FILE *f)
+/* ---- the inferred tree for Slurm ---- */
+
+typedef struct topology_out {
+    const ts_fabric *tree;
+    int yaml, block;
+} topology_out;
+
+static int put_topology(const void *arg, FILE *f, ts_error *err)
 {
-    fprintf(f, "# topology.conf inferred by toposcope report from the jobs' measured leaf groups\n");
-    return ts_fabric_write_topology_conf(t, f);
+    const topology_out *t = arg;
+    fprintf(f, "# inferred by toposcope report from the jobs' measured leaf groups\n");
+    if (t->yaml)
+        return ts_fabric_write_topology_yaml(t->tree, t->block, f, err);
+    return t->block ? ts_fabric_write_block_conf(t->tree, f, err) : ts_fabric_write_topology_conf(t->tree, f);
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && !strcmp(s + a - b, tail);
+}
+
+static int keep_any(const char *name, void *arg)
+{
+    (void)name;
+    (void)arg;
+    return 1;
+}
+
+/* The nodes Slurm knows into *known, and what they came from into source: 1 when they are known,
+ * 0 when Slurm cannot say (said, and the tree goes out unchecked), -1 when --nodes is wrong. */
+static int known_nodes(const report_options *o, slurm_nodes *known, char *source, size_t max)
+{
+    char why[TS_ERROR_TEXT_MAX + 64];
+    if (o->nodes) {
+        snprintf(source, max, "--nodes %s", o->nodes);
+        if (slurm_nodes_from_hostlist(o->nodes, known, why, sizeof why) == 0)
+            return 1;
+        cli_error("report", "--nodes: %s", why);
+        return -1;
+    }
+    snprintf(source, max, "%s show nodes -o", o->scontrol);
+    int rc = slurm_nodes_from_scontrol(o->scontrol, SLURM_NODES_TIMEOUT_S, known, why, sizeof why);
+    if (rc == SLURM_NODES_OK)
+        return 1;
+    cli_error("report", "%s: %s: the node names in %s are not checked against Slurm's (give --nodes HOSTLIST "
+              "to check them)", rc == SLURM_NODES_ABSENT ? "note" : "warning", why, o->topology_out);
+    return 0;
+}
+
+static int count_kind(const ts_fabric *f, ts_vertex_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < f->nvert; i++)
+        n += f->v[i].kind == kind && !f->v[i].implicit;
+    return n;
+}
+
+/* The inferred tree, minus the nodes Slurm does not know and the switches they leave empty, to
+ * o->topology_out in the format its name and --topology-format ask for. */
+static int write_topology(const report_options *o, const ts_fabric *tree)
+{
+    slurm_nodes known = { 0 };
+    char source[512];
+    int checked = known_nodes(o, &known, source, sizeof source);
+    if (checked < 0)
+        return CLI_USAGE;
+    ts_fabric pruned;
+    ts_fabric_pruned dropped;
+    ts_error err;
+    int rc = ts_fabric_keep_nodes(&pruned, tree, checked ? slurm_nodes_has : keep_any, &known, &dropped, &err);
+    slurm_nodes_free(&known);
+    if (rc == TS_EINPUT && dropped.nodes == tree->nnodes) {
+        cli_error("report", "%s not written: none of the %d nodes the records measured (%.300s%s) is known to Slurm "
+                  "(%s): are the records from this cluster? Give its nodes with --nodes HOSTLIST", o->topology_out,
+                  tree->nnodes, dropped.names, strlen(dropped.names) > 300 ? "..." : "", source);
+        free(dropped.names);
+        return CLI_USAGE;
+    }
+    if (dropped.nodes)
+        cli_error("report", "warning: %d node%s Slurm does not know (%s) left out of %s: %.300s%s; %d switch%s "
+                  "left without nodes with them", dropped.nodes, dropped.nodes == 1 ? "" : "s", source,
+                  o->topology_out, dropped.names, strlen(dropped.names) > 300 ? "..." : "", dropped.switches,
+                  dropped.switches == 1 ? "" : "es");
+    free(dropped.names);
+    if (rc != TS_OK) {
+        cli_error("report", "%s not written: %s", o->topology_out, err.text);
+        return CLI_FAIL;
+    }
+    topology_out t = { &pruned, ends_with(o->topology_out, ".yaml") || ends_with(o->topology_out, ".yml"), o->block };
+    int tops[1], nfabrics = ts_fabric_tops(&pruned, tops, 1);
+    rc = write_aside(o->topology_out, put_topology, &t);
+    if (rc == CLI_OK)
+        cli_error("report", "wrote %s (%s%s): %d node%s, %d switch%s, %d fabric%s", o->topology_out,
+                  t.yaml ? "topology.yaml" : "topology.conf", t.block ? ", topology/block" : "", pruned.nnodes,
+                  pruned.nnodes == 1 ? "" : "s", count_kind(&pruned, TS_SWITCH),
+                  count_kind(&pruned, TS_SWITCH) == 1 ? "" : "es", nfabrics, nfabrics == 1 ? "" : "s");
+    ts_fabric_free(&pruned);
+    return rc;
 }
 
 int cmd_report(int argc, char **argv)
@@ -551,8 +679,10 @@ int cmd_report(int argc, char **argv)
             goto out;
         }
         have_inferred = 1;
-        if (o.topology_out && write_aside(o.topology_out, put_topology, &inferred) != CLI_OK)
+        if (o.topology_out && (rc = write_topology(&o, &inferred)) != CLI_OK) {
+            status = rc;
             goto out;
+        }
     }
     if (o.svg && draw(o.svg, have_admin ? &admin : &inferred, s, n, mm, nmm) != CLI_OK)
         goto out;
