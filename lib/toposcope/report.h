@@ -110,7 +110,11 @@ typedef struct ts_mismatch {
 int ts_report_mismatches(const ts_report *r, const ts_fabric *admin, ts_mismatch **out, int *n,
                          ts_error *err);
 /* Leaf switches inferred from every record's leaf groups (nodes measured under one switch in
- * any job are one leaf), under one top switch: a topology.conf for Slurm's topology/tree. */
+ * any job are one leaf), under one top switch per fabric (nodes that shared a job share a
+ * fabric): "top" when there is one; top1, top2, ... below an implicit root when the records fall
+ * into disjoint node sets, as topology.conf's parser reads parentless switches. Fabrics, leaves
+ * and nodes are named and ordered by their first node in natural name order, so the same
+ * records give the same tree in any order. */
 int ts_report_inferred_tree(const ts_report *r, ts_fabric *out, ts_error *err);
 
 #endif

@@ -23,7 +23,8 @@ int ts_fabric_write_topology_conf(const ts_fabric *f, FILE *out);
 
 /* The blocks below `top` of the finalized f (switch vertices), depth first with children in
  * natural name order, so that blocks under one switch are neighbours: Slurm pairs neighbouring
- * blocks into the larger ones BlockSizes= allows. Returns the count; writes at most max. */
+ * blocks into the larger ones BlockSizes= allows. Returns the count (writes at most max), or
+ * TS_ENOMEM. */
 int ts_fabric_blocks(const ts_fabric *f, int top, int *blocks, int max);
 /* BlockSizes= for n blocks: the planning base size first, the smallest block's node count
  * (Slurm wants every block at least that large), then, when `larger`, the base doubled while
