@@ -88,8 +88,12 @@ int cli_close_out(const char *cmd, FILE *f, const char *dir, const char *name)
     return 0;
 }
 
-static char exe_policies[PATH_MAX + 16];
+static char installed_policies[PATH_MAX + 32], tree_policies[PATH_MAX + 16];
 
+/* Where a policy NAME is looked up: $TOPOSCOPE_POLICY_DIR, the site's /etc/toposcope/policies,
+ * then beside the program: PREFIX/share/toposcope/policies for an installed PREFIX/bin/toposcope
+ * (make install, the packages), the tree's policies/ for TREE/build/bin/toposcope. Both are
+ * found from /proc/self/exe, so an installed copy needs no path compiled in. */
 void cli_policy_dirs(const char **dirs)
 {
     int n = 0;
@@ -97,19 +101,27 @@ void cli_policy_dirs(const char **dirs)
     if (env && *env)
         dirs[n++] = env;
     dirs[n++] = "/etc/toposcope/policies";
-    /* build/bin/toposcope -> policies/ of the tree it was built in */
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0) {
         exe[len] = '\0';
-        for (int up = 0; up < 3; up++) {
-            char *slash = strrchr(exe, '/');
-            if (!slash)
-                break;
+        char *slash = strrchr(exe, '/');          /* PREFIX/bin/toposcope -> PREFIX/bin */
+        if (slash) {
             *slash = '\0';
+            slash = strrchr(exe, '/');            /* -> PREFIX */
         }
-        snprintf(exe_policies, sizeof exe_policies, "%s/policies", exe);
-        dirs[n++] = exe_policies;
+        if (slash) {
+            *slash = '\0';
+            snprintf(installed_policies, sizeof installed_policies, "%s/share/toposcope/policies",
+                     exe);
+            dirs[n++] = installed_policies;
+            slash = strrchr(exe, '/');            /* TREE/build -> TREE */
+        }
+        if (slash) {
+            *slash = '\0';
+            snprintf(tree_policies, sizeof tree_policies, "%s/policies", exe);
+            dirs[n++] = tree_policies;
+        }
     }
     dirs[n] = NULL;
 }

@@ -25,8 +25,10 @@ int cli_mkdir_p(const char *path);
 FILE *cli_open_out(const char *cmd, const char *dir, const char *name);
 /* Close, reporting write errors; returns 0 or -1. */
 int cli_close_out(const char *cmd, FILE *f, const char *dir, const char *name);
-/* Where policy names are looked up: $TOPOSCOPE_POLICY_DIR, /etc/toposcope/policies, the source
- * tree's policies/ (dirs: room for 4, NULL-terminated). */
+/* Where policy names are looked up: $TOPOSCOPE_POLICY_DIR, /etc/toposcope/policies,
+ * PREFIX/share/toposcope/policies of an installed PREFIX/bin/toposcope, the source tree's
+ * policies/ (dirs: room for CLI_POLICY_DIRS, NULL-terminated). */
+#define CLI_POLICY_DIRS 5
 void cli_policy_dirs(const char **dirs);
 
 #endif

@@ -433,7 +433,7 @@ int cmd_place(int argc, char **argv)
     ts_placement *pl = &jp.placement;
     ts_groups *g = &jp.groups;
     outputs w;
-    const char *dirs[4];
+    const char *dirs[CLI_POLICY_DIRS];
     int status = CLI_FAIL;
     ts_fabric_init(&tree);
     memset(&params, 0, sizeof params);

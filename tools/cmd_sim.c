@@ -485,7 +485,7 @@ static int anomaly_stage(const sim_options *o, const ts_measure *M, const ts_fab
     ts_baseline_init(&b);
     ts_policy_default(&pol);
     if (o->policy) {
-        const char *dirs[4];
+        const char *dirs[CLI_POLICY_DIRS];
         cli_policy_dirs(dirs);
         if (ts_policy_load(&pol, o->policy, dirs, &err) != TS_OK) {
             cli_error("sim", "%s", err.text);
