@@ -57,6 +57,7 @@ install: all
 ifneq ($(HAVE_MPICC),)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/toposcope
 	$(INSTALL) -m 644 $(HINTS_A) $(DESTDIR)$(LIBDIR)/
-	$(INSTALL) -m 755 $(HINTS_SO) $(DESTDIR)$(LIBDIR)/
+	$(INSTALL) -m 644 $(HINTS_SO_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(HINTS_SONAME) $(DESTDIR)$(LIBDIR)/libtoposcope-hints.so
 	$(INSTALL) -m 644 hints/toposcope/hints.h $(DESTDIR)$(INCLUDEDIR)/toposcope/
 endif
