@@ -1,0 +1,36 @@
+# Packages, built from a copy of the tree (the tree itself stays clean):
+#   make deb    Debian packages with dpkg-buildpackage into build/deb/ (debian/; needs the
+#               Build-Depends of debian/control, dpkg-dev, debhelper and fakeroot: make deps)
+#   make rpm    RPMs with rpmbuild into build/rpm/ (packaging/rpm/toposcope.spec)
+# Both rebuild only when a file of the tree is newer than the last build.
+
+DEB_DIR     := $(BUILD)/deb
+RPM_DIR     := $(BUILD)/rpm
+PKG_VERSION := $(shell awk -F'[()]' 'NR == 1 { print $$2 }' debian/changelog)
+# The files of the tree, one a line: tracked and untracked but not ignored (so build/ is never
+# copied), those that exist; without git, everything but the build directories and .git.
+PKG_LIST_CMD := { git ls-files -co --exclude-standard 2>/dev/null || \
+                  find . \( -name .git -o -name 'build*' \) -prune -o -type f -print | sed 's|^\./||'; } | \
+                while read -r f; do [ -f "$$f" ] && echo "$$f"; done
+# (listed only when a package is asked for: other targets pay nothing)
+ifneq ($(filter deb rpm $(DEB_DIR)/% $(RPM_DIR)/%,$(MAKECMDGOALS)),)
+PKG_FILES   := $(shell $(PKG_LIST_CMD))
+endif
+# parallel=2: the project's machines have two cores; DEB_BUILD_OPTIONS from the caller wins
+DEB_BUILD_OPTIONS ?= parallel=2
+
+.PHONY: deb rpm
+deb: $(DEB_DIR)/stamp
+
+# Copy, build, and keep only the packages (the copy stays when the build fails, to look at).
+$(DEB_DIR)/stamp: $(PKG_FILES)
+	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/toposcope-$(PKG_VERSION)
+	@$(PKG_LIST_CMD) > $(DEB_DIR)/files
+	@echo "deb: $$(wc -l < $(DEB_DIR)/files) files copied to $(DEB_DIR)/toposcope-$(PKG_VERSION), dpkg-buildpackage (log: $(DEB_DIR)/build.log)"
+	@tar -cf - -T $(DEB_DIR)/files | tar -xf - -C $(DEB_DIR)/toposcope-$(PKG_VERSION)
+	@cd $(DEB_DIR)/toposcope-$(PKG_VERSION) && \
+	  DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
+	  { tail -40 ../build.log >&2; echo "make deb: dpkg-buildpackage failed, log: $(DEB_DIR)/build.log" >&2; exit 1; }
+	@rm -rf $(DEB_DIR)/toposcope-$(PKG_VERSION) $(DEB_DIR)/files
+	@ls -1 $(DEB_DIR)/*.deb
+	@touch $@
