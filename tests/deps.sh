@@ -15,6 +15,9 @@ packages=(
   libhwloc-dev hwloc                         # intra-node trees
   libsodium-dev                              # MACs for the wire protocol
   python3 python3-yaml                       # tests: report output checked as JSON/YAML, forged datagrams
+  dpkg-dev debhelper fakeroot lintian        # make deb, tests/package.t
+  mpi-default-dev                            # make deb: the hints library's Build-Depends
+  rpm                                        # tests/package.t parses the RPM spec (rpmspec), make rpm
 )
 
 missing=()
