@@ -34,3 +34,23 @@ $(DEB_DIR)/stamp: $(PKG_FILES)
 	@rm -rf $(DEB_DIR)/toposcope-$(PKG_VERSION) $(DEB_DIR)/files
 	@ls -1 $(DEB_DIR)/*.deb
 	@touch $@
+
+# The RPMs of packaging/rpm/toposcope.spec, from a tarball of the same files. On a non-RPM
+# system (Debian) rpmbuild cannot see the installed libraries as packages: RPM_NODEPS=1
+# (the default there) skips the BuildRequires check, and no debuginfo packages are made.
+RPM_NODEPS ?= $(if $(wildcard /etc/debian_version),1)
+rpm: $(RPM_DIR)/stamp
+
+$(RPM_DIR)/stamp: $(PKG_FILES)
+	@rm -rf $(RPM_DIR) && mkdir -p $(RPM_DIR)/SOURCES
+	@$(PKG_LIST_CMD) > $(RPM_DIR)/files
+	@echo "rpm: $$(wc -l < $(RPM_DIR)/files) files in $(RPM_DIR)/SOURCES/toposcope-$(PKG_VERSION).tar.gz, rpmbuild (log: $(RPM_DIR)/build.log)"
+	@tar -czf $(RPM_DIR)/SOURCES/toposcope-$(PKG_VERSION).tar.gz -T $(RPM_DIR)/files \
+	  --transform 's|^|toposcope-$(PKG_VERSION)/|'
+	@rpmbuild -bb --define '_topdir $(abspath $(RPM_DIR))' \
+	  $(if $(RPM_NODEPS),--nodeps --define 'debug_package %{nil}') \
+	  packaging/rpm/toposcope.spec > $(RPM_DIR)/build.log 2>&1 || \
+	  { tail -40 $(RPM_DIR)/build.log >&2; echo "make rpm: rpmbuild failed, log: $(RPM_DIR)/build.log" >&2; exit 1; }
+	@rm -rf $(RPM_DIR)/BUILD $(RPM_DIR)/BUILDROOT $(RPM_DIR)/files
+	@find $(RPM_DIR)/RPMS -name '*.rpm' | sort
+	@touch $@
