@@ -18,6 +18,10 @@ PKG_FILES   := $(shell $(PKG_LIST_CMD))
 endif
 # parallel=2: the project's machines have two cores; DEB_BUILD_OPTIONS from the caller wins
 DEB_BUILD_OPTIONS ?= parallel=2
+# The package builds run make in the copy with their own variables: nothing of this make may
+# reach them (MAKEFLAGS carries command-line variables: `make BUILD=/abs/build deb` would make
+# the copy's `make clean` remove this tree's build directory).
+PKG_ENV := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u BUILD
 
 .PHONY: deb rpm
 deb: $(DEB_DIR)/stamp
@@ -29,7 +33,7 @@ $(DEB_DIR)/stamp: $(PKG_FILES)
 	@echo "deb: $$(wc -l < $(DEB_DIR)/files) files copied to $(DEB_DIR)/toposcope-$(PKG_VERSION), dpkg-buildpackage (log: $(DEB_DIR)/build.log)"
 	@tar -cf - -T $(DEB_DIR)/files | tar -xf - -C $(DEB_DIR)/toposcope-$(PKG_VERSION)
 	@cd $(DEB_DIR)/toposcope-$(PKG_VERSION) && \
-	  DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
+	  $(PKG_ENV) DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
 	  { tail -40 ../build.log >&2; echo "make deb: dpkg-buildpackage failed, log: $(DEB_DIR)/build.log" >&2; exit 1; }
 	@rm -rf $(DEB_DIR)/toposcope-$(PKG_VERSION) $(DEB_DIR)/files
 	@ls -1 $(DEB_DIR)/*.deb
@@ -47,7 +51,7 @@ $(RPM_DIR)/stamp: $(PKG_FILES)
 	@echo "rpm: $$(wc -l < $(RPM_DIR)/files) files in $(RPM_DIR)/SOURCES/toposcope-$(PKG_VERSION).tar.gz, rpmbuild (log: $(RPM_DIR)/build.log)"
 	@tar -czf $(RPM_DIR)/SOURCES/toposcope-$(PKG_VERSION).tar.gz -T $(RPM_DIR)/files \
 	  --transform 's|^|toposcope-$(PKG_VERSION)/|'
-	@rpmbuild -bb --define '_topdir $(abspath $(RPM_DIR))' \
+	@$(PKG_ENV) rpmbuild -bb --define '_topdir $(abspath $(RPM_DIR))' \
 	  $(if $(RPM_NODEPS),--nodeps --define 'debug_package %{nil}') \
 	  packaging/rpm/toposcope.spec > $(RPM_DIR)/build.log 2>&1 || \
 	  { tail -40 $(RPM_DIR)/build.log >&2; echo "make rpm: rpmbuild failed, log: $(RPM_DIR)/build.log" >&2; exit 1; }
