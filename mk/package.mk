@@ -21,7 +21,7 @@ DEB_BUILD_OPTIONS ?= parallel=2
 # The package builds run make in the copy with their own variables: nothing of this make may
 # reach them (MAKEFLAGS carries command-line variables: `make BUILD=/abs/build deb` would make
 # the copy's `make clean` remove this tree's build directory).
-PKG_ENV := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u BUILD
+PKG_ENV := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u BUILD -u TOPOSCOPE_BUILD
 
 .PHONY: deb rpm
 deb: $(DEB_DIR)/stamp

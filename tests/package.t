@@ -8,7 +8,7 @@
 # same files as the Debian packages. `make deb` takes about 30 s on 2 cores; nothing is
 # installed on this machine.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 build=$(cd "${TOPOSCOPE_BUILD:-build}" 2>/dev/null && pwd || echo "$PWD/build")
 debs=$build/deb
 . tests/tap.sh
@@ -37,7 +37,7 @@ done
 # up to date: no file of the tree is newer than the packages (make deb rebuilds when one is)
 newer=$({ git ls-files -co --exclude-standard 2>/dev/null; } | while read -r f; do
   [ -f "$f" ] && [ "$f" -nt "$(deb_of toposcope)" ] && echo "$f"; done | head -5)
-[ -z "$newer" ]; ok $? "the packages are newer than every file of the tree${newer:+ (newer: $(echo $newer))}"
+[ -z "$newer" ]; ok $? "the packages are newer than every file of the tree${newer:+ (newer: $(paste -sd" " <<< "$newer"))}"
 
 # ---- contents ----
 contents() { dpkg-deb -c "$(deb_of "$1")" | awk '{ p = $6; sub(/^\./, "", p); print p }'; }
@@ -154,6 +154,9 @@ files_of() {   # RPM: its %files entries, one a line, %dir entries marked "dir "
     /^%(changelog|package|description|prep|build|install|check)/ { on = 0 }
     on && NF { d = ($1 == "%dir"); sub(/^%(dir|config\(noreplace\)|doc|license) +/, ""); print (d ? "dir " : "") $0 }' "$tmp/spec-hints"
 }
+# FILE matches a %files ENTRY: the same path, a glob (toposcope.1*), or under a directory (dir/)
+# shellcheck disable=SC2053  # (the entry is a glob)
+matches() { [[ $1 == $2 ]] || { [[ $2 == */ ]] && [[ $1 == "$2"* ]]; }; }
 same_layout() {   # DEB RPM
   files_of "$2" > "$tmp/rpmfiles.$2"
   dpkg-deb -c "$(deb_of "$1")" | awk '$1 !~ /^d/ { p = $6; sub(/^\./, "", p); print p }' |
@@ -165,8 +168,7 @@ same_layout() {   # DEB RPM
     hit=0
     while read -r e; do
       case $e in dir\ *) continue ;; esac
-      # shellcheck disable=SC2053
-      if [[ $f == $e ]] || { [[ $e == */ ]] && [[ $f == "$e"* ]]; }; then hit=1; break; fi
+      matches "$f" "$e" && { hit=1; break; }
     done < "$tmp/rpmfiles.$2"
     [ $hit = 1 ] || bad="$bad $f(not in %files)"
   done < "$tmp/debfiles.$1"
@@ -174,7 +176,7 @@ same_layout() {   # DEB RPM
     case $e in dir\ *) continue ;; esac
     hit=0
     while read -r f; do
-      if [[ $f == $e ]] || { [[ $e == */ ]] && [[ $f == "$e"* ]]; }; then hit=1; break; fi
+      matches "$f" "$e" && { hit=1; break; }
     done < "$tmp/debfiles.$1"
     [ $hit = 1 ] || bad="$bad $e(no such file in $1)"
   done < "$tmp/rpmfiles.$2"
