@@ -7,6 +7,7 @@
 #                   runs a quick subset: tests/memcheck.t)
 #   make fuzz       fuzz the parsers (FUZZ_SECONDS each, default 300)
 #   make bench      benchmarks; writes bench/RESULTS.md
+#   make deb        Debian packages into build/deb/; make rpm: RPMs into build/rpm/ (mk/package.mk)
 
 CC      ?= cc
 BUILD   ?= build
