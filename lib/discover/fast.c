@@ -130,7 +130,6 @@ typedef struct fast {
     pairset once;           /* ... and those with one far pair so far (see add_separation) */
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
-    int *unsure;            /* per entry of ambiguous: a level showed there, not significant */
     double min_gap_us;      /* the narrowest gap of an accepted split */
     double noise_us;        /* the widest spacing at the edge of a gap a split stood on */
 } fast;
@@ -991,21 +990,16 @@ static int run_depth(fast *F, walk *W)
 
 /* ---- the tree ---- */
 
-static int note_unresolved(fast *F, int node, int unsure)
+static int note_unresolved(fast *F, int node)
 {
     if (F->nambiguous == F->capambiguous) {
         int cap = F->capambiguous ? 2 * F->capambiguous : 8;
-        int *u = realloc(F->unsure, sizeof(int) * (size_t)cap);
-        if (!u)
-            return TS_ENOMEM;
-        F->unsure = u;
         int *a = realloc(F->ambiguous, sizeof(int) * (size_t)cap);
         if (!a)
             return TS_ENOMEM;
         F->ambiguous = a;
         F->capambiguous = cap;
     }
-    F->unsure[F->nambiguous] = unsure;
     F->ambiguous[F->nambiguous++] = node;
     return TS_OK;
 }
@@ -1024,11 +1018,8 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
     region *R = &F->R[ri];
     double h = region_height(R);
     int split = R->state == SPLIT;
-    /* unsure: a level showed (a suggestive gap, a star's lack of fit, children grouping)
-     * without becoming significant; otherwise no level showed at all (a branchy fabric) */
-    int unsure = R->ungrouped || R->lof_z > LOF_Z || R->margin >= 0.5 * R->threshold;
     if ((R->state == UNRESOLVED || R->ungrouped) && nmem > 0 &&
-        note_unresolved(F, mem[0], unsure) != TS_OK)
+        note_unresolved(F, mem[0]) != TS_OK)
         return TS_ENOMEM;
     if (R->state == OPEN)
         F->e->partial = 1;
@@ -1199,16 +1190,10 @@ static int report_outcome(fast *F, ts_infer_report *rep, int replaced)
             if (F->dead[i] || F->count[i] == 0)
                 rep->unmeasured[rep->nunmeasured++] = i;
     }
-    /* The additive method's tree replaces fast's: the switches fast could not tell apart
-     * because no level showed are its to resolve; those where a level showed but stayed
-     * unsure are still reported, the replacement being no more certain there. */
-    if (replaced) {
-        int kept = 0;
-        for (int i = 0; i < F->nambiguous; i++)
-            if (F->unsure[i])
-                F->ambiguous[kept++] = F->ambiguous[i];
-        F->nambiguous = kept;
-    }
+    /* The additive method's tree replaces fast's. Where fast left switches unresolved, that
+     * tree is the additive method's guess there, not a tested split: they stay reported (the
+     * result is partial). A tree it replaced only because fast's nodes sat at different
+     * depths, every region resolved, stands as measured. */
     rep->ambiguous = F->ambiguous;
     rep->nambiguous = F->nambiguous;
     F->ambiguous = NULL;
@@ -1276,7 +1261,6 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.R);
     free(F.M);
     free(F.ambiguous);
-    free(F.unsure);
     if (rc != TS_OK) {
         ts_utree_free(tree);
         ts_infer_report_free(rep);

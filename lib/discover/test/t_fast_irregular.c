@@ -132,8 +132,11 @@ static void test_irregular_exact(void)
                "%s irregular seed %llu (%d nodes): exact (missing %d extra %d), %.0f ms",
                profiles[p], (unsigned long long)seeds[s], f.nnodes, r.acc.splits_missing,
                r.acc.splits_extra, r.budget_used_us / 1000);
-            is_int(r.nambiguous, 0, "%s irregular seed %llu: nothing left ambiguous", profiles[p],
-                   (unsigned long long)seeds[s]);
+            /* fast's top region shows no level (its branches differ in depth) and stays
+             * unresolved; the additive method's tree there is not a tested split, so it is
+             * still reported: partial, never claimed measured */
+            ok(r.nambiguous >= 1, "%s irregular seed %llu: fast's unresolved region still reported "
+               "(%d)", profiles[p], (unsigned long long)seeds[s], r.nambiguous);
             ts_fabric_free(&f);
         }
 }
