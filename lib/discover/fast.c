@@ -788,6 +788,40 @@ static int region_residuals(fast *F, const walk *W, int r, resid **xp, long *mp,
     return TS_OK;
 }
 
+/* The near pairs y[0..k-1] join fragments. As one far pair never keeps two fragments apart
+ * (add_separation), one near pair in the upper half of the near class, just below the gap,
+ * never joins them alone: a far pair whose samples all fell low against its hosts' offsets
+ * would otherwise put a node into the wrong child for good (the child's own tournament cannot
+ * tell a node that hangs elsewhere from a slow host). Such fragments join when a second near
+ * measurement links them (a pair measured twice counts twice), repeated as they grow. */
+static int join_fragments(fast *F, const pair_resid *y, long k)
+{
+    pairset once;
+    if (pairset_init(&once, (size_t)k + 1))
+        return TS_ENOMEM;
+    for (int joined = 1; joined;) {
+        joined = 0;
+        pairset_clear(&once);
+        for (long i = 0; i < k; i++) {
+            const meas *q = &F->M[y[i].j];
+            int fa = ts_uf_find(F->uf, q->a), fb = ts_uf_find(F->uf, q->b);
+            if (fa == fb)
+                continue;
+            if (y[i].n < 2 && i > k / 2 && !pairset_has(&once, fa, fb)) {
+                if (pairset_add(&once, fa, fb) < 0) {
+                    free(once.key);
+                    return TS_ENOMEM;
+                }
+                continue;
+            }
+            ts_uf_union(F->uf, fa, fb);
+            joined = 1;
+        }
+    }
+    free(once.key);
+    return TS_OK;
+}
+
 static int decide_region(fast *F, walk *W, int r, forest *K)
 {
     region *R = &F->R[W->first + r];
@@ -820,8 +854,11 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
         int cls = !g.significant ? ri : i < g.k + g.t || y[i].r > g.far_hi ? -1 : ri;
         for (long e = y[i].first; e < y[i].first + y[i].n; e++)
             F->M[x[e].j].cls = cls;
-        if (R->has_cut && i < g.k)
-            ts_uf_union(F->uf, F->M[y[i].j].a, F->M[y[i].j].b);
+    }
+    if (R->has_cut && join_fragments(F, y, g.k) != TS_OK) {
+        free(x);
+        free(y);
+        return TS_ENOMEM;
     }
     R->level = np > 0 ? F->M[y[g.k + g.t + (np - g.k - g.t) / 2].j].v : NAN;
     if (R->has_cut && g.gap_us / g.margin > F->noise_us)
@@ -852,7 +889,9 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
     R->lof_z = R->group_z = NAN;
     if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX && R->tour >= tournament_proof(nmem))
         R->lof_z = level_lack_of_fit(F, mem, nmem, x, m);
-    if (rc == TS_OK && R->has_cut && R->nfrag >= 3)
+    /* (small regions only: in a big one the rounds' load, shared by the pairs of one round,
+     * sets pairs of children apart by more than the pairs within them vary) */
+    if (rc == TS_OK && R->has_cut && R->nfrag >= 3 && nmem <= STAR_PROOF_MAX)
         R->group_z = children_grouping(F, y + g.k + g.t, np - g.k - g.t, g.far_hi);
     free(x);
     free(y);

@@ -35,8 +35,10 @@ static void test_fat_trees(const char *profile)
            profile, (unsigned long long)seed, r.acc.splits_missing, r.acc.splits_extra);
         ok(r.rc == TS_OK && r.nodes_in_tree == f.nnodes && r.nunmeasured == 0 && !r.partial,
            "%s p=8 seed %llu: all %d nodes placed", profile, (unsigned long long)seed, r.nodes_in_tree);
-        ok(r.count.rounds <= f.nnodes && r.count.probes <= 32L * f.nnodes,
-           "%s p=8 seed %llu: %ld probes <= 32 N, %ld rounds <= N, %.2f ms", profile,
+        /* the cost guard: every leaf proven a star by a tournament and a half, fragments
+         * joined and kept apart by two measurements each */
+        ok(r.count.rounds <= f.nnodes && r.count.probes <= 40L * f.nnodes,
+           "%s p=8 seed %llu: %ld probes <= 40 N, %ld rounds <= N, %.2f ms", profile,
            (unsigned long long)seed, r.count.probes, r.count.rounds, r.budget_used_us / 1000);
         ts_fabric_free(&f);
     }
@@ -94,7 +96,7 @@ static void test_fat_tree_1024(const char *profile, double max_ms)
        r.acc.splits_extra);
     /* every leaf is proven a star by a tournament and a half (1.5 x 7 pairs per node of a leaf
      * of 8), the rest costs about as much again */
-    ok(r.count.rounds <= 100 && r.count.probes <= 48L * f.nnodes,
+    ok(r.count.rounds <= 128 && r.count.probes <= 56L * f.nnodes,
        "%s 1024 nodes: %ld rounds, %ld probes (%.1f N)", profile, r.count.rounds, r.count.probes,
        (double)r.count.probes / f.nnodes);
     ok(r.budget_used_us / 1000 <= max_ms, "%s 1024 nodes: %.2f ms of virtual time <= %.0f", profile,
@@ -329,8 +331,8 @@ int main(void)
     test_fat_trees("infiniband");
     test_small_leaves();
     test_tiny_jobs();
-    test_fat_tree_1024("ethernet", 100);
-    test_fat_tree_1024("infiniband", 10);
+    test_fat_tree_1024("ethernet", 150);
+    test_fat_tree_1024("infiniband", 15);
     test_light_rounds();
     test_varied_plans();
     test_small_three_levels();
