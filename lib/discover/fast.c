@@ -92,8 +92,9 @@ typedef struct region {
     double margin;          /* pairs one class would have put into its widest gap (gap_margin) */
     double threshold;       /* ... and the margin that is significant */
     double lof_z;           /* a small region without a gap: its lack of fit as a star */
-    double group_z;         /* a split one: how far its children look grouped (z) */
+    double group_z;         /* a split one: how far its children look grouped (group_children) */
     int ungrouped;          /* split, but its children may group below it: unresolved */
+    int grouped;            /* split, and its children group below it (F->grp) */
     double gap_us;          /* ... and in us */
     double level;           /* median round trip of its class, for the tree's lengths */
     long nfrag, nsep;       /* fragments, and fragment pairs known apart */
@@ -126,6 +127,7 @@ typedef struct fast {
     long depth_first_meas;  /* the current depth's measurements are F->M[this, nm) */
     int *uf;                /* fragments: union-find over nodes */
     int *local;             /* node -> its position in its region (level_lack_of_fit) */
+    int *grp;               /* fragment root -> its group's (group_children), union-find */
     pairset sep;            /* fragment pairs (by root) known or planned apart, this step ... */
     pairset once;           /* ... and those with one far pair so far (see add_separation) */
     int *ambiguous;         /* a node of each unresolved region, for the report */
@@ -631,8 +633,8 @@ static int cmp_resid_pair(const void *x, const void *y)
 /* Whether the pairs of a region without a gap fit a star: each pair's mean against the model
  * mean = o[a] + o[b] (every host its own offset, fitted here, weighted by the pair's count of
  * measurements), with the noise measured by the pairs measured twice (pure error: the
- * difference of two measurements of one pair). A level hidden in the noise leaves structure
- * a star cannot fit. Returns
+ * difference of two measurements of one pair), both as robust scales. A level hidden in the
+ * noise leaves structure a star cannot fit. Returns
  * the lack of fit as a z score of the log variance ratio (NAN when it cannot be told); x lists
  * the region's measurements in pair order (region_residuals). */
 static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *x, long m)
@@ -640,13 +642,13 @@ static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *
     double *o = calloc((size_t)nmem, sizeof(double)), *pm = malloc(sizeof(double) * (size_t)(m + 1));
     int *pa = malloc(sizeof(int) * (size_t)(3 * m + 3));
     double *num = calloc((size_t)nmem, sizeof(double)), *den = calloc((size_t)nmem, sizeof(double));
+    double *dev = malloc(sizeof(double) * (size_t)(m + 1));
     double z = NAN;
-    if (!o || !pm || !pa || !num || !den)
+    if (!o || !pm || !pa || !num || !den || !dev)
         goto out;
     for (int i = 0; i < nmem; i++)
         F->local[mem[i]] = i;
     long P = 0, Prep = 0;
-    double pure = 0;
     for (long j = 0; j < m;) {
         const meas *u = &F->M[x[j].j];
         long e = j + 1;
@@ -658,14 +660,16 @@ static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *
             pa[3 * P] = F->local[u->a];
             pa[3 * P + 1] = F->local[u->b];
             pa[3 * P + 2] = e > j + 1 ? 2 : 1;      /* measurements behind the mean */
-            if (e > j + 1) {
-                pure += 0.5 * (u->v - w->v) * (u->v - w->v);   /* var of one measurement */
-                Prep++;
-            }
+            if (e > j + 1)      /* one measurement's deviation */
+                dev[Prep++] = fabs(u->v - w->v) / sqrt(2.0);
             P++;
         }
         j = e;
     }
+    /* robust scales throughout (1.4826 x the median absolute deviation): a testbed's stack
+     * or a real host now and then holds a round trip for tens of us, which would swamp a
+     * variance */
+    double pure = Prep >= 2 ? 1.4826 * ts_median(dev, (int)Prep) : 0;
     if (P <= nmem || Prep < 2 || !(pure > 0))
         goto out;
     /* the fit: damped Jacobi sweeps (plain ones swing on a complete graph) */
@@ -683,12 +687,12 @@ static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *
             if (den[i] > 0)
                 o[i] = 0.5 * (o[i] + num[i] / den[i]);
     }
-    double rss = 0;
-    for (long q = 0; q < P; q++) {
-        double e = pm[q] - o[pa[3 * q]] - o[pa[3 * q + 1]];
-        rss += pa[3 * q + 2] * e * e;
-    }
-    double dof = (double)(P - nmem), ratio = (rss / dof) / (pure / (double)Prep);
+    for (long q = 0; q < P; q++)    /* on one measurement's scale */
+        dev[q] = fabs(pm[q] - o[pa[3 * q]] - o[pa[3 * q + 1]]) * sqrt((double)pa[3 * q + 2]);
+    /* a fit's residuals are smaller than its errors by sqrt(dof / P) */
+    double dof = (double)(P - nmem);
+    double fit = 1.4826 * ts_median(dev, (int)P) * sqrt((double)P / dof);
+    double ratio = (fit * fit) / (pure * pure);
     if (ratio > 0)
         z = log(ratio) / sqrt(2 / dof + 2 / (double)Prep);
 out:
@@ -697,6 +701,7 @@ out:
     free(pa);
     free(num);
     free(den);
+    free(dev);
     return z;
 }
 
@@ -706,18 +711,36 @@ static int cmp_group_pair(const void *x, const void *y)
     return a[0] < b[0] ? -1 : a[0] > b[0];
 }
 
-/* Whether a split region's children group below its switch: its far pairs (y[0..n-1], inside
- * the band) by pair of fragments, one-way analysis of variance. Children that form a star
- * under the switch have far pairs alike whichever two they join; a level hidden between them
- * sets some pairs of children apart from the others, beyond the spread of the node pairs
- * within one pair of children (load, jitter). Returns the variance ratio's log as a z score
- * (NAN when it cannot be told). */
-static double children_grouping(fast *F, const pair_resid *y, long n, double far_hi)
+typedef struct child_pair {
+    int ra, rb;             /* the two children (their fragments' roots) */
+    double mean, se;        /* the mean far residual of their node pairs, its standard error */
+} child_pair;
+
+static int cmp_child_pair(const void *x, const void *y)
 {
+    const child_pair *a = x, *b = y;
+    return a->mean < b->mean ? -1 : a->mean > b->mean;
+}
+
+/* Whether a split small region's children group below its switch: a level between them whose
+ * gap was not significant among single pairs (its pairs spread with the rounds' load) shows
+ * among pairs of children, each the mean of all its node pairs. The children pairs in order of
+ * their means; a cut is consistent when no pair above it joins children that pairs below it
+ * already group (the Kruskal pass of find_level_gap, on children); its margin is the step at
+ * the cut in standard errors (the node pairs' spread within a pair of children, pooled). The
+ * widest consistent one groups the children (F->grp, on their roots) when its margin beats
+ * chance among the cuts tried (a Gaussian tail at FALSE_SPLIT). Returns the margin (NAN when
+ * there is too little to tell), *grouped 1 when it is significant. */
+static double group_children(fast *F, forest *K, const pair_resid *y, long n, double far_hi,
+                             int *grouped)
+{
+    *grouped = 0;
     double *g = malloc(sizeof(double) * 2 * (size_t)(n + 1));
-    if (!g)
-        return NAN;
-    long N = 0;
+    child_pair *cp = malloc(sizeof *cp * (size_t)(n + 1));
+    double best = NAN;
+    if (!g || !cp)
+        goto out;
+    long N = 0, G = 0;
     for (long i = 0; i < n; i++) {
         if (y[i].r > far_hi)
             continue;
@@ -726,11 +749,7 @@ static double children_grouping(fast *F, const pair_resid *y, long n, double far
         g[2 * N++ + 1] = y[i].r;
     }
     qsort(g, (size_t)N, 2 * sizeof(double), cmp_group_pair);
-    double mean = 0, between = 0, within = 0;
-    for (long i = 0; i < N; i++)
-        mean += g[2 * i + 1];
-    mean /= N > 0 ? (double)N : 1;
-    long G = 0;
+    double within = 0;
     for (long i = 0; i < N;) {
         long e = i;
         double sum = 0;
@@ -739,15 +758,60 @@ static double children_grouping(fast *F, const pair_resid *y, long n, double far
         double gm = sum / (double)(e - i);
         for (long k = i; k < e; k++)
             within += (g[2 * k + 1] - gm) * (g[2 * k + 1] - gm);
-        between += (double)(e - i) * (gm - mean) * (gm - mean);
-        G++;
+        uint64_t key = (uint64_t)g[2 * i] - 1;
+        cp[G++] = (child_pair){(int)(key & 0xffffffffu), (int)(key >> 32), gm, (double)(e - i)};
         i = e;
     }
-    free(g);
     if (G < 3 || N - G < 2 || !(within > 0))
-        return NAN;
-    double d1 = (double)(G - 1), d2 = (double)(N - G), ratio = (between / d1) / (within / d2);
-    return ratio > 0 ? log(ratio) / sqrt(2 / d1 + 2 / d2) : NAN;
+        goto out;
+    double pooled = within / (double)(N - G);
+    for (long i = 0; i < G; i++)
+        cp[i].se = sqrt(pooled / cp[i].se);
+    qsort(cp, (size_t)G, sizeof *cp, cmp_child_pair);
+    /* Kruskal over the children: cut k is consistent when no pair from k on joins children
+     * the pairs below k connect, and it leaves two groups at least */
+    for (long i = 0; i < G; i++) {
+        K->par[cp[i].ra] = cp[i].ra;
+        K->par[cp[i].rb] = cp[i].rb;
+        K->rank[cp[i].ra] = K->rank[cp[i].rb] = 0;
+    }
+    long bestk = 0, groups = 0;
+    for (long i = 0; i < G; i++)
+        groups += K->par[cp[i].ra] == cp[i].ra && K->rank[cp[i].ra]++ == 0;
+    for (long i = 0; i < G; i++)
+        groups += K->par[cp[i].rb] == cp[i].rb && K->rank[cp[i].rb]++ == 0;
+    for (long i = 0; i < G; i++)
+        K->rank[cp[i].ra] = K->rank[cp[i].rb] = 0;
+    for (long k = 1; k < G; k++) {
+        int a = forest_root(K, cp[k - 1].ra), b = forest_root(K, cp[k - 1].rb);
+        if (a != b) {
+            K->par[b] = a;
+            groups--;
+        }
+        int consistent = groups >= 2;
+        for (long j = k; j < G && consistent; j++)
+            consistent = forest_root(K, cp[j].ra) != forest_root(K, cp[j].rb);
+        if (!consistent)
+            continue;
+        double t = (cp[k].mean - cp[k - 1].mean) /
+                   sqrt(cp[k].se * cp[k].se + cp[k - 1].se * cp[k - 1].se);
+        if (!(t <= best)) {
+            best = t;
+            bestk = k;
+        }
+    }
+    /* significant: beyond a Gaussian tail of FALSE_SPLIT spread over the cuts tried */
+    if (bestk > 0 && best >= sqrt(2 * log((double)G / FALSE_SPLIT))) {
+        *grouped = 1;
+        for (long i = 0; i < G; i++)
+            F->grp[cp[i].ra] = cp[i].ra, F->grp[cp[i].rb] = cp[i].rb;
+        for (long i = 0; i < bestk; i++)
+            ts_uf_union(F->grp, cp[i].ra, cp[i].rb);
+    }
+out:
+    free(g);
+    free(cp);
+    return best;
 }
 
 /* The region's measurements at the current samples per pair, grouped by pair (x, in pair
@@ -891,8 +955,9 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
         R->lof_z = level_lack_of_fit(F, mem, nmem, x, m);
     /* (small regions only: in a big one the rounds' load, shared by the pairs of one round,
      * sets pairs of children apart by more than the pairs within them vary) */
+    R->grouped = 0;
     if (rc == TS_OK && R->has_cut && R->nfrag >= 3 && nmem <= STAR_PROOF_MAX)
-        R->group_z = children_grouping(F, y + g.k + g.t, np - g.k - g.t, g.far_hi);
+        R->group_z = group_children(F, K, y + g.k + g.t, np - g.k - g.t, g.far_hi, &R->grouped);
     free(x);
     free(y);
     return rc;
@@ -907,7 +972,7 @@ static void settle_region(fast *F, region *R, int *escalate)
         int apart = R->nfrag >= 2 && R->nsep == R->nfrag * (R->nfrag - 1) / 2;
         /* children that group below the switch (a level whose gap is not significant yet
          * above a lower one that is) show in the far class: more samples, or unresolved */
-        int ungrouped = R->group_z > LOF_Z;
+        int ungrouped = !R->grouped && R->group_z > 0.5 * sqrt(2 * log(1 / FALSE_SPLIT));
         if (apart && ungrouped && F->k < SAMPLES_MAX) {
             *escalate = 1;
         } else if (apart) {
@@ -1062,9 +1127,9 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
         return TS_ENOMEM;
     if (R->state == OPEN)
         F->e->partial = 1;
-    int *size = child + F->n;
+    int *size = child + F->n, *gsw = child + 2 * F->n;
     for (int i = 0; i < nmem; i++)
-        size[mem[i]] = 0, child[mem[i]] = -1;
+        size[mem[i]] = 0, child[mem[i]] = -1, gsw[mem[i]] = -1;
     for (int i = 0; i < nmem; i++)
         size[ts_uf_find(F->uf, mem[i])]++;
     for (int i = 0; i < nmem; i++) {
@@ -1072,14 +1137,22 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
         next_reg[x] = -1;
         if (F->count[x] == 0)
             continue;           /* never measured (deadline): reported, not placed */
+        /* a child of a grouped split hangs from its group's switch, half a level below */
+        int parent = R->vert;
+        if (split && R->grouped) {
+            int gr = ts_uf_find(F->grp, rt);
+            if (gsw[gr] < 0 && (gsw[gr] = ts_utree_add(F->t, R->vert, 0.5 * h, TS_NONE)) < 0)
+                return TS_ENOMEM;
+            parent = gsw[gr];
+        }
         if (!split || size[rt] == 1) {
-            if (ts_utree_add(F->t, R->vert, h, x) < 0)
+            if (ts_utree_add(F->t, parent, h, x) < 0)
                 return TS_ENOMEM;
             continue;
         }
         if (child[rt] < 0) {
             /* the child switch sits about one level below: its height is learnt next depth */
-            int v = ts_utree_add(F->t, R->vert, 0.1 * h, TS_NONE);
+            int v = ts_utree_add(F->t, parent, 0.1 * h, TS_NONE);
             int nr = v < 0 ? -1 : new_region(F, v);
             if (nr < 0)
                 return TS_ENOMEM;
@@ -1094,7 +1167,7 @@ static int emit_depth(fast *F, walk *W, int *next_reg)
 {
     int nr = W->last - W->first, rc = TS_OK;
     group_by_region(F, W);
-    int *child = malloc(sizeof(int) * (size_t)(2 * F->n));
+    int *child = malloc(sizeof(int) * (size_t)(3 * F->n));
     if (!child)
         return TS_ENOMEM;
     for (int r = 0; r < nr && rc == TS_OK; r++)
@@ -1231,8 +1304,9 @@ static int report_outcome(fast *F, ts_infer_report *rep, int replaced)
     }
     /* The additive method's tree replaces fast's. Where fast left switches unresolved, that
      * tree is the additive method's guess there, not a tested split: they stay reported (the
-     * result is partial). A tree it replaced only because fast's nodes sat at different
-     * depths, every region resolved, stands as measured. */
+     * result is partial). (Confirming it on fast's own pairs there was tried: a step test
+     * passes a tree that misses a level, so it stays a guess.) A tree it replaced only because
+     * fast's nodes sat at different depths, every region resolved, stands as measured. */
     rep->ambiguous = F->ambiguous;
     rep->nambiguous = F->nambiguous;
     F->ambiguous = NULL;
@@ -1265,13 +1339,14 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.reg = malloc(sizeof(int) * (size_t)n);
     F.uf = malloc(sizeof(int) * (size_t)n);
     F.local = malloc(sizeof(int) * (size_t)n);
+    F.grp = malloc(sizeof(int) * (size_t)n);
     F.off = calloc((size_t)n, sizeof(double));
     F.weight = calloc((size_t)n, sizeof(double));
     F.prior = calloc((size_t)n, sizeof(double));
     F.prior_w = calloc((size_t)n, sizeof(double));
     F.dead = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    rc = F.reg && F.uf && F.local && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
+    rc = F.reg && F.uf && F.local && F.grp && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
                      pairset_init(&F.once, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
@@ -1289,6 +1364,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.reg);
     free(F.uf);
     free(F.local);
+    free(F.grp);
     free(F.off);
     free(F.weight);
     free(F.prior);
