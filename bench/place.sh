@@ -16,7 +16,7 @@ mkdir -p "$work"
 
 "$bin" gen --fat-tree 16 --seed 1 > "$work/fabric.conf"
 # pmm copies the true tree, so tree.yaml is the exact 1024-node tree with link latencies
-"$bin" sim --fabric "$work/fabric.conf" --method pmm --no-links --out "$work/sim" > /dev/null
+"$bin" sim --fabric "$work/fabric.conf" --profile ideal-ethernet --method pmm --no-links --out "$work/sim" > /dev/null
 xml=tests/data/hwloc/64core.xml
 
 echo "| policy | ranks | nodes | median ms | min ms | max ms | runs |"

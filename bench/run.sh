@@ -135,7 +135,7 @@ for method in fast allpairs; do
     for seed in $(seq 1 "$nirr"); do
         "$bin" gen --irregular --seed "$seed" > "$work/irregular-$seed.conf"
         out="$work/irregular-$method-$seed"
-        "$bin" sim --fabric "$work/irregular-$seed.conf" --method "$method" --seed "$seed" \
+        "$bin" sim --fabric "$work/irregular-$seed.conf" --profile ideal-ethernet --method "$method" --seed "$seed" \
             --fabric-seed "$seed" --no-links --out "$out" > "$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
         if [ "$(field tree_exact "$out/metrics.yaml")" = true ]; then
             exact=$((exact + 1))

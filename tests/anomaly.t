@@ -15,7 +15,7 @@ first_link() { awk -F'"' '/^  - \{link:/ {print $2; exit}' "$1"; }
 nflags() { grep -c '^  - {link:' "$1"; }
 
 "$bin" gen --fat-tree 8 --seed 3 > "$tmp/ft8.conf"
-sim() { "$bin" sim --fabric "$tmp/ft8.conf" --fabric-seed 2 "$@" > "$tmp/log" 2>&1 || cat "$tmp/log"; }
+sim() { "$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --fabric-seed 2 "$@" > "$tmp/log" 2>&1 || cat "$tmp/log"; }
 for s in 101 102 103 104 105; do sim --seed $s --out "$tmp/base/run$s"; done
 [ -f "$tmp/base/run105/links.yaml" ]; ok $? "five baseline runs"
 

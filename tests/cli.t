@@ -24,7 +24,7 @@ nodes=$(grep -o 'Nodes=[^ ]*' "$tmp/ft8.conf" | wc -l)
 for method in allpairs shirai; do
     exact=0
     for seed in 1 2 3 4 5; do
-        "$bin" sim --fabric "$tmp/ft8.conf" --method $method --seed $seed --fabric-seed $seed \
+        "$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --method $method --seed $seed --fabric-seed $seed \
             --out "$tmp/$method-$seed" > "$tmp/log" 2>&1 || cat "$tmp/log"
         [ "$(field tree_exact "$tmp/$method-$seed/metrics.yaml")" = true ] && exact=$((exact+1))
     done
@@ -42,14 +42,14 @@ done
 [ "$(field probes "$out/metrics.yaml")" -eq 8128 ]; ok $? "allpairs measures all 128*127/2 pairs"
 [ "$(field rounds "$out/metrics.yaml")" -eq 127 ]; ok $? "in Bufe's T(n) = ceil(n/2) + T(ceil(n/2)) = 127 rounds"
 # the inferred topology.conf is valid input again, and describes the same tree
-"$bin" sim --fabric "$out/topology.conf" --method allpairs --out "$tmp/again" > "$tmp/log" 2>&1
+"$bin" sim --fabric "$out/topology.conf" --profile ideal-ethernet --method allpairs --out "$tmp/again" > "$tmp/log" 2>&1
 ok $? "the inferred topology.conf parses as a fabric"
 
 # --plan-seed varies fast's planning (robustness checks over plans, bench/run.sh); 0 is the
 # plan a real job of that size makes. Same noise and hardware, three plans: all exact, the
 # default reproduced, and the plans differ (the probe counts are not all the same).
 for ps in default 0 4 9; do
-    "$bin" sim --fabric "$tmp/ft8.conf" --seed 2 --fabric-seed 2 --no-links \
+    "$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --seed 2 --fabric-seed 2 --no-links \
         $([ $ps = default ] || echo --plan-seed $ps) --out "$tmp/plan-$ps" > "$tmp/log" 2>&1 || cat "$tmp/log"
 done
 [ "$(field probes "$tmp/plan-default/metrics.yaml")" = "$(field probes "$tmp/plan-0/metrics.yaml")" ] &&
@@ -60,7 +60,7 @@ ok $? "--plan-seed 0 is the default plan, and metrics.yaml records the plan seed
 ok $? "fast, plan seeds 0, 4, 9: exact each time, with different plans (probes $(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { printf "%s ", $2 }'))"
 
 # A budget is never overrun: the result is flagged partial instead.
-"$bin" sim --fabric "$tmp/ft8.conf" --method allpairs --budget-ms 5 --out "$tmp/budget" > "$tmp/log" 2>&1
+"$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --method allpairs --budget-ms 5 --out "$tmp/budget" > "$tmp/log" 2>&1
 ok $? "a 5 ms budget still produces a result"
 [ "$(field partial "$tmp/budget/metrics.yaml")" = true ]; ok $? "flagged partial"
 [ "$(field budget_exceeded "$tmp/budget/metrics.yaml")" = false ]; ok $? "budget not exceeded"
@@ -68,7 +68,7 @@ awk '$1=="sim_time_s:" {exit !($2 <= 0.005)}' "$tmp/budget/metrics.yaml"; ok $? 
 
 # Faults reach the simulation: a dead node is reported unmeasured.
 victim=$(grep -o 'Nodes=n\[[0-9]*' "$tmp/ft8.conf" | head -1 | sed 's/Nodes=n\[/n/')
-"$bin" sim --fabric "$tmp/ft8.conf" --method allpairs --inject "dead:$victim" --out "$tmp/dead" > "$tmp/log" 2>&1
+"$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --method allpairs --inject "dead:$victim" --out "$tmp/dead" > "$tmp/log" 2>&1
 ok $? "a run with a dead node completes"
 grep -q "unmeasured_nodes: \[\"$victim\"\]" "$tmp/dead/metrics.yaml"; ok $? "the dead node $victim is reported unmeasured"
 

@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 . tests/tap.sh
 
 "$bin" gen --fat-tree 4 --seed 1 > "$tmp/ft4.conf"
-"$bin" sim --fabric "$tmp/ft4.conf" --seed 1 --out "$tmp/sim" > /dev/null
+"$bin" sim --fabric "$tmp/ft4.conf" --profile ideal-ethernet --seed 1 --out "$tmp/sim" > /dev/null
 mkdir -p "$tmp/rec"
 writer() {
     local w=$1 i job

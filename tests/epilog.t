@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 policy=bench/anomaly-ethernet.yaml
 
 "$bin" gen --fat-tree 8 --seed 3 > "$tmp/ft8.conf"
-"$bin" sim --fabric "$tmp/ft8.conf" --fabric-seed 2 --seed 1 --out "$tmp/probe" > /dev/null
+"$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --fabric-seed 2 --seed 1 --out "$tmp/probe" > /dev/null
 nodes=$(awk -F'"' '/kind: node/ {print $2}' "$tmp/probe/truth.yaml" | sort)
 hostlist="n[0001-0128]"
 leader=n0001
@@ -40,7 +40,7 @@ chmod +x "$tmp/scontrol"
 # job JOB SEED [INJECT...]: the prolog's files for a job on all 128 nodes, as sim measures them
 spool_job() {
     local job=$1 seed=$2; shift 2
-    "$bin" sim --fabric "$tmp/ft8.conf" --fabric-seed 2 --seed "$seed" "$@" --out "$tmp/sim-$job" > /dev/null || return 1
+    "$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --fabric-seed 2 --seed "$seed" "$@" --out "$tmp/sim-$job" > /dev/null || return 1
     mkdir -p "$tmp/spool/$job"
     cp "$tmp/sim-$job/tree.yaml" "$tmp/sim-$job/links.yaml" "$tmp/spool/$job/"
     printf 'job: %s\nstatus: measured\nunreachable: []\n' "$job" > "$tmp/spool/$job/status.yaml"
@@ -125,7 +125,7 @@ ok $? "--format yaml parses and agrees $(head -c 300 "$tmp/py.err")"
 
 # admin's topology.conf with two nodes swapped between leaves: both listed
 a=$(grep -m1 "^SwitchName=$leaf " "$tmp/ft8.conf" | grep -o 'Nodes=[^ ]*' | cut -d= -f2)
-"$bin" sim --fabric "$tmp/ft8.conf" --method pmm --no-links --out "$tmp/pmm" > /dev/null
+"$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --method pmm --no-links --out "$tmp/pmm" > /dev/null
 x=$(awk -F'"' -v l="$leaf" '/kind: node/ && $4 == l {print $2; exit}' "$tmp/pmm/truth.yaml")
 other=$(awk -F'"' '/kind: switch/ && /leaf/ {print $2}' "$tmp/probe/truth.yaml" | sort | sed -n 20p)
 y=$(awk -F'"' -v l="$other" '/kind: node/ && $4 == l {print $2; exit}' "$tmp/pmm/truth.yaml")
@@ -156,7 +156,7 @@ grep -q "  $x: topology.conf says $other, measured with the nodes of $leaf (15 j
 ok $? "two nodes swapped in topology.conf are listed with where they were measured ($x, $y)"
 
 "$bin" report --records "$tmp/rec" --write-topology "$tmp/inferred.conf" --nodes "$hostlist" > /dev/null 2>&1 &&
-  "$bin" sim --fabric "$tmp/inferred.conf" --method pmm --no-links --out "$tmp/inf" > /dev/null 2>&1
+  "$bin" sim --fabric "$tmp/inferred.conf" --profile ideal-ethernet --method pmm --no-links --out "$tmp/inf" > /dev/null 2>&1
 ok $? "--write-topology writes a topology.conf that toposcope reads back"
 [ "$(grep -c '^SwitchName=leaf' "$tmp/inferred.conf")" -eq 32 ] &&
   grep -q "^SwitchName=leaf[0-9]* Nodes=$(echo "$a" | sed 's/\[/\\[/; s/\]/\\]/')\$" "$tmp/inferred.conf"

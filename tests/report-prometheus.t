@@ -79,7 +79,7 @@ ok $? "a bad --format names the formats"
 
 # the epilog: a simulated job's record, then the textfile over the whole directory
 "$bin" gen --regular 2,4 > "$tmp/f.conf"
-"$bin" sim --fabric "$tmp/f.conf" --seed 1 --out "$tmp/sim" > /dev/null
+"$bin" sim --fabric "$tmp/f.conf" --profile ideal-ethernet --seed 1 --out "$tmp/sim" > /dev/null
 mkdir -p "$tmp/spool/77" "$tmp/prom"
 cp "$tmp/sim/tree.yaml" "$tmp/sim/links.yaml" "$tmp/spool/77/"
 printf 'job: 77\nstatus: measured\nunreachable: []\nleader_ms: 812.5\n' > "$tmp/spool/77/status.yaml"

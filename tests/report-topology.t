@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 policy=bench/anomaly-ethernet.yaml
 
 "$bin" gen --fat-tree 8 --seed 3 > "$tmp/admin.conf"
-"$bin" sim --fabric "$tmp/admin.conf" --method pmm --no-links --out "$tmp/pmm" > /dev/null ||
+"$bin" sim --fabric "$tmp/admin.conf" --profile ideal-ethernet --method pmm --no-links --out "$tmp/pmm" > /dev/null ||
     bail_out "sim on the admin's fabric"
 # names from the admin's tree, by position (the test knows what it injects, the report does not)
 leaves=$(awk -F'"' '/kind: switch/ && /leaf/ {print $2}' "$tmp/pmm/truth.yaml" | sort)
@@ -61,7 +61,7 @@ job() {
     local ep=() sim=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do ep+=("$1"); shift; done
     [ $# -gt 0 ] && shift && sim=("$@")
-    "$bin" sim --fabric "$fabric" --fabric-seed 2 --seed "$seed" "${sim[@]}" --out "$tmp/sim-$j" > /dev/null || return 1
+    "$bin" sim --fabric "$fabric" --profile ideal-ethernet --fabric-seed 2 --seed "$seed" "${sim[@]}" --out "$tmp/sim-$j" > /dev/null || return 1
     mkdir -p "$tmp/spool/$j"
     cp "$tmp/sim-$j/tree.yaml" "$tmp/sim-$j/links.yaml" "$tmp/spool/$j/"
     printf 'job: %s\nstatus: measured\nunreachable: []\n' "$j" > "$tmp/spool/$j/status.yaml"

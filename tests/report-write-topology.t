@@ -22,7 +22,7 @@ mkdir -p "$tmp/rec" "$tmp/spool" "$tmp/out"
 # job JOB SEED FABRIC NODES: the prolog's files as sim measures them, then the epilog's record
 job() {
     local j=$1 seed=$2 fabric=$3 nodes=$4
-    "$bin" sim --fabric "$fabric" --seed "$seed" --out "$tmp/sim-$j" > /dev/null || return 1
+    "$bin" sim --fabric "$fabric" --profile ideal-ethernet --seed "$seed" --out "$tmp/sim-$j" > /dev/null || return 1
     mkdir -p "$tmp/spool/$j"
     cp "$tmp/sim-$j/tree.yaml" "$tmp/sim-$j/links.yaml" "$tmp/spool/$j/"
     printf 'job: %s\nstatus: measured\nunreachable: []\n' "$j" > "$tmp/spool/$j/status.yaml"
@@ -106,7 +106,7 @@ PY
 python3 "$tmp/slurmconf.py" tree "$tmp/out/t.conf" > "$tmp/nodes" 2>&1 &&
   [ "$(cat "$tmp/nodes")" = "m1 m2 m3 m4 m5 m6 n1 n2 n3 n4 n5 n6 n7 n8" ]
 ok $? "topology.conf keeps Slurm's rules, every node once"; diag < "$tmp/nodes"
-"$bin" sim --fabric "$tmp/out/t.conf" --method pmm --no-links --out "$tmp/readback" > /dev/null 2>&1
+"$bin" sim --fabric "$tmp/out/t.conf" --profile ideal-ethernet --method pmm --no-links --out "$tmp/readback" > /dev/null 2>&1
 ok $? "toposcope's own topology.conf reader takes it"
 
 # --- the same bytes: again, and with the records read in another order

@@ -41,12 +41,12 @@ static void sim_usage(FILE *out)
             "options:\n"
             "  --fabric FILE        the true fabric, Slurm topology.conf syntax (required)\n"
             "  --out DIR            output directory, created if needed (required)\n"
-            "  --profile NAME       latency profile (doc/params.md): ideal-ethernet (the default;\n"
-            "                       old name ethernet) or ideal-infiniband (old name infiniband),\n"
-            "                       idealised (levels 3-15x clearer than kernel UDP sees them on a\n"
-            "                       real Ethernet fabric); or built on published round trips:\n"
-            "                       ethernet-udp (kernel UDP, 25 GbE), ipoib-udp (IP over\n"
-            "                       InfiniBand), rdma (verbs)\n"
+            "  --profile NAME       latency profile (doc/params.md), built on published round\n"
+            "                       trips: ethernet-udp (the default: kernel UDP, 25 GbE),\n"
+            "                       ipoib-udp (IP over InfiniBand), rdma (verbs); or idealised,\n"
+            "                       levels 3-15x clearer than kernel UDP sees them on a real\n"
+            "                       Ethernet fabric: ideal-ethernet (old name ethernet),\n"
+            "                       ideal-infiniband (old name infiniband)\n"
             "  --params FILE        YAML latency parameters on top of the profile (doc/params.md)\n"
             "  --method NAME        fast (default: top-down splitting, for level-structured fabrics),\n"
             "                       allpairs (Bufe 2014) or shirai (Shirai et al. 2007);\n"
@@ -129,7 +129,7 @@ static int parse_options(int argc, char **argv, sim_options *o)
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
-    o->profile = "ethernet";
+    o->profile = "ethernet-udp";
     o->method = "fast";
     o->seed = 1;
     o->queries = 100000;
