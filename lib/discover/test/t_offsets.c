@@ -1,0 +1,109 @@
+/* Hosts' round-trip offsets (lib/discover/offsets.c): recovered from random pairs of two
+ * classes, with one-sided noise and a share of pairs of another class mixed in (near pairs of a
+ * region not yet cut); a prior carries an earlier fit; and no offset moves without data. */
+#include <math.h>
+#include <stdlib.h>
+#include "tap.h"
+#include "discover/offsets.h"
+#include "toposcope/rng.h"
+
+#define N 64
+#define M 2048
+
+/* pairs of random nodes: v = host[a] + host[b] + level[cls] + exponential noise; a share
+ * `mixed` of them sits `drop` us lower but is labelled like the rest */
+static void make_obs(ts_offset_obs *o, const double *host, ts_rng *r, double mixed, double drop)
+{
+    static const double level[2] = {10, 14};
+    for (int j = 0; j < M; j++) {
+        int a = (int)ts_rng_below(r, N), b = (int)ts_rng_below(r, N - 1);
+        b += b >= a;
+        int cls = j % 2;
+        double v = host[a] + host[b] + level[cls] + ts_rng_exponential(r, 0.5);
+        if (ts_rng_uniform(r) < mixed)
+            v -= drop;
+        o[j] = (ts_offset_obs){a, b, cls, v};
+    }
+}
+
+static double worst_error(const double *host, const double *off)
+{
+    double mh = 0, mo = 0, worst = 0;
+    for (int i = 0; i < N; i++)
+        mh += host[i] / N, mo += off[i] / N;
+    for (int i = 0; i < N; i++)
+        worst = fmax(worst, fabs((off[i] - mo) - (host[i] - mh)));
+    return worst;
+}
+
+int main(void)
+{
+    ts_rng r;
+    ts_rng_seed(&r, 7);
+    double host[N], off[N], level[2], weight[N];
+    ts_offset_obs *o = malloc(sizeof *o * M);
+    for (int i = 0; i < N; i++)
+        host[i] = ts_rng_range(&r, -9, 9);     /* +-15% of a 60 us kernel stack */
+
+    /* clean: 64 equations per node, noise sd 0.5 us: the offsets to ~0.15 us */
+    make_obs(o, host, &r, 0, 0);
+    for (int i = 0; i < N; i++)
+        off[i] = 0;
+    ok(ts_fit_host_offsets(N, o, M, 2, off, level, 6, NULL, NULL, weight) == 0, "fit runs");
+    double e = worst_error(host, off);
+    ok(e < 0.4, "clean pairs: every offset within 0.4 us of the truth (worst %.3f)", e);
+    double mean = 0;
+    for (int i = 0; i < N; i++)
+        mean += off[i] / N;
+    ok(fabs(mean) < 1e-9, "without a prior the offsets are centred (mean %.2g)", mean);
+    ok(fabs(level[1] - level[0] - 4) < 0.2, "the classes' levels 4 us apart (%.3f)",
+       level[1] - level[0]);
+
+    /* 10% of the pairs 5 us low (near pairs in a far class): the robust fit hardly moves */
+    make_obs(o, host, &r, 0.10, 5);
+    for (int i = 0; i < N; i++)
+        off[i] = 0;
+    ts_fit_host_offsets(N, o, M, 2, off, level, 6, NULL, NULL, weight);
+    e = worst_error(host, off);
+    ok(e < 0.8, "10%% of pairs 5 us low: every offset within 0.8 us (worst %.3f)", e);
+
+    /* a prior: the second half of the data alone, carried on from a fit of the first */
+    make_obs(o, host, &r, 0, 0);
+    double prior[N], prior_w[N];
+    for (int i = 0; i < N; i++)
+        off[i] = 0;
+    ts_fit_host_offsets(N, o, M / 2, 2, off, level, 6, NULL, NULL, prior_w);
+    for (int i = 0; i < N; i++)
+        prior[i] = off[i];
+    ts_fit_host_offsets(N, o + M / 2, M / 2, 2, off, level, 6, prior, prior_w, weight);
+    e = worst_error(host, off);
+    ok(e < 0.4, "prior carried on: every offset within 0.4 us (worst %.3f)", e);
+    int heavier = 1;
+    for (int i = 0; i < N; i++)
+        heavier &= weight[i] > prior_w[i];
+    ok(heavier, "the weight behind each offset grows with the new pairs");
+
+    /* a node without pairs keeps its prior (or 0 without one) */
+    for (int j = 0; j < M; j++)
+        if (o[j].a == 0 || o[j].b == 0)
+            o[j].cls = -1;
+    for (int i = 0; i < N; i++)
+        off[i] = 0;
+    ts_fit_host_offsets(N, o, M, 2, off, level, 6, NULL, NULL, NULL);
+    double h1[N - 1], o1[N - 1];
+    for (int i = 1; i < N; i++)
+        h1[i - 1] = host[i], o1[i - 1] = off[i];
+    double mh = 0, mo = 0, worst = 0;
+    for (int i = 0; i < N - 1; i++)
+        mh += h1[i] / (N - 1), mo += o1[i] / (N - 1);
+    for (int i = 0; i < N - 1; i++)
+        worst = fmax(worst, fabs((o1[i] - mo) - (h1[i] - mh)));
+    ok(worst < 0.4,
+       "pairs left out (class < 0) take no part: the others within 0.4 us (worst %.3f)", worst);
+    prior[0] = 3.5;
+    prior_w[0] = 10;
+    ts_fit_host_offsets(N, o, M, 2, off, level, 6, prior, prior_w, NULL);
+    ok(fabs(off[0] - 3.5) < 1e-9, "a node without pairs keeps its prior (%.3f)", off[0]);
+    free(o);
+    return done_testing();
+}
