@@ -1119,14 +1119,16 @@ static double region_height(const region *R)
  * node hangs from the switch itself), any other region's nodes hang from its switch. */
 static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg, int *child)
 {
-    region *R = &F->R[ri];
+    /* (new_region below may move F->R: what this needs of the region is read first) */
+    const region *R = &F->R[ri];
     double h = region_height(R);
-    int split = R->state == SPLIT;
+    int split = R->state == SPLIT, grouped = split && R->grouped, vert = R->vert;
     if ((R->state == UNRESOLVED || R->ungrouped) && nmem > 0 &&
         note_unresolved(F, mem[0]) != TS_OK)
         return TS_ENOMEM;
     if (R->state == OPEN)
         F->e->partial = 1;
+    R = NULL;
     int *size = child + F->n, *gsw = child + 2 * F->n;
     for (int i = 0; i < nmem; i++)
         size[mem[i]] = 0, child[mem[i]] = -1, gsw[mem[i]] = -1;
@@ -1138,10 +1140,10 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
         if (F->count[x] == 0)
             continue;           /* never measured (deadline): reported, not placed */
         /* a child of a grouped split hangs from its group's switch, half a level below */
-        int parent = R->vert;
-        if (split && R->grouped) {
+        int parent = vert;
+        if (grouped) {
             int gr = ts_uf_find(F->grp, rt);
-            if (gsw[gr] < 0 && (gsw[gr] = ts_utree_add(F->t, R->vert, 0.5 * h, TS_NONE)) < 0)
+            if (gsw[gr] < 0 && (gsw[gr] = ts_utree_add(F->t, vert, 0.5 * h, TS_NONE)) < 0)
                 return TS_ENOMEM;
             parent = gsw[gr];
         }
