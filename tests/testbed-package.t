@@ -112,7 +112,9 @@ ok $rc "up: 8 nodes on etc/demo, plugstack.conf: $TESTBED_PLUGSTACK"
 grep -v '^#' "$TB_STATE/etc/plugstack.conf" > "$work/plugstack.lines"
 [ "$(cat "$work/plugstack.lines")" = "$TESTBED_PLUGSTACK" ] && ! grep -q "$TB_BUILD\|$REPO" "$work/plugstack.lines" "$SITECONF"
 ok $? "the testbed's plugstack.conf and the site's toposcope.yaml name nothing of the tree or build/"
-timeout 10 sbatch --help 2>&1 | grep -q -- '--topo-aware=\[POLICY\]'
+# (into a file first: with pipefail, grep -q ending the pipe early would fail it by SIGPIPE)
+timeout 10 sbatch --help > "$work/help.txt" 2>&1
+grep -q -- '--topo-aware=\[POLICY\]' "$work/help.txt"
 ok $? "sbatch --help lists --topo-aware=[POLICY] (the plugin loaded through the drop-in)"
 
 log_mark() { wc -c "$TB_STATE"/log/slurmd-node*.log 2>/dev/null | awk '$2 != "total"' > "$work/logmark"; }
@@ -155,7 +157,9 @@ ok $? "placed by the packaged compact policy (/usr/share/toposcope/policies)"
 grep -qx 'exit=0' "$J/hints-check.txt" 2>/dev/null
 ok $? "/usr/bin/toposcope hints checks the job's hints.yaml"
 diag < "$J/hints-check.txt" 2>/dev/null
-grep -o '^rank=[0-9]* host=[^ ]*' "$J/out.txt" 2>/dev/null | sed 's/rank=\([0-9]*\) host=/\1 /' | sort -n > "$J/ran.txt"
+# (twolevel_bcast prints a rank's host twice: with its group and with its CPUs; the latter)
+grep -o '^rank=[0-9]* host=[^ ]* cpus=' "$J/out.txt" 2>/dev/null |
+  sed 's/rank=\([0-9]*\) host=\([^ ]*\) cpus=/\1 \2/' | sort -n > "$J/ran.txt"
 sed 's/^rank \([0-9]*\)=\([^ ]*\) .*/\1 \2/' "$J/rankfile" 2>/dev/null | sort -n > "$J/want.txt"
 [ "$(wc -l < "$J/ran.txt")" = 16 ] && diff "$J/ran.txt" "$J/want.txt" > /dev/null
 ok $? "every rank ran on the host the rankfile names"
