@@ -220,7 +220,15 @@ host_after $PAIRS8
 all_within 611 $BUDGET "$N8" > "$work/w.out"
 ok $? "prolog mode, 8 nodes, 3 levels: every agent finished within $BUDGET + $GRACE ms (slowest $(slowest 611 "$N8") ms)"
 diag < "$work/w.out"
-ok "$(statuses 611 "$N8" | grep -vc ':measured$')" "prolog mode, 8 nodes, 3 levels: status measured on every node"
+# node[1-8] hang two to a leaf: each pod's four nodes are two children of two nodes, too few
+# pairs for fast's gap test to tell from chance (doc/design.md), so fast leaves the pods
+# unresolved and the additive method's tree stands there, reported partial with that reason;
+# the tree itself must be exact (check_exact below)
+s1=$(field "$(tb_agent_spool 611 node1)/status.yaml" status)
+r1=$(field "$(tb_agent_spool 611 node1)/status.yaml" reason)
+[ "$(statuses 611 "$N8" | grep -vc ":$s1\$")" -eq 0 ] &&
+  { [ "$s1" = measured ] || { [ "$s1" = partial ] && [[ "$r1" == *unresolved* ]]; }; }
+ok $? "prolog mode, 8 nodes, 3 levels: one status on every node, measured or partial for an unresolved switch ($s1${r1:+: $r1})"
 job=611
 if links_past "$(tb_agent_spool 611 node1)" "$FABRIC"; then
   echo "# prolog mode, 8 nodes, 3 levels: job 611 had a link past the bound (load $(loadavg)); measuring again as job 612"
