@@ -1267,6 +1267,46 @@ static int flat_tree(const fast *F)
 /* Not level-structured (nodes at different depths, an unresolved region, a flat tree): the
  * threshold cuts cannot be trusted there, so the tree comes from the additive method of
  * fast_irregular.c instead; on failure fast's own tree stays. */
+/* Every node's leaf group in t: the vertex of its parent switch (-1: not in the tree). */
+static void leaf_groups(const ts_utree *t, int n, int *group)
+{
+    for (int i = 0; i < n; i++)
+        group[i] = -1;
+    for (int v = 0; v < t->nvert; v++)
+        if (t->node[v] != TS_NONE && t->node[v] < n)
+            group[t->node[v]] = t->parent[v];
+}
+
+/* Whether a and b group the live nodes alike (one-to-one between their group ids); when not,
+ * *node is one of the nodes where they differ. Returns -1 when out of memory. */
+static int same_partition(const int *a, const int *b, int n, const unsigned char *live, int *node)
+{
+    int top = 0;
+    for (int i = 0; i < n; i++)
+        top = a[i] > top ? a[i] : b[i] > top ? b[i] : top;
+    int *ab = malloc(sizeof(int) * 2 * ((size_t)top + 1)), *ba = ab ? ab + top + 1 : NULL;
+    if (!ab)
+        return -1;
+    for (int i = 0; i < 2 * (top + 1); i++)
+        ab[i] = -2;
+    int same = 1;
+    for (int i = 0; i < n && same; i++) {
+        if (!live[i])
+            continue;
+        if (a[i] < 0 || b[i] < 0) {
+            if ((a[i] < 0) != (b[i] < 0))
+                same = 0, *node = i;
+            continue;
+        }
+        if ((ab[a[i]] != -2 && ab[a[i]] != b[i]) || (ba[b[i]] != -2 && ba[b[i]] != a[i]))
+            same = 0, *node = i;
+        ab[a[i]] = b[i];
+        ba[b[i]] = a[i];
+    }
+    free(ab);
+    return same;
+}
+
 static int hand_over_irregular(fast *F, int *replaced)
 {
     *replaced = 0;
@@ -1280,14 +1320,37 @@ static int hand_over_irregular(fast *F, int *replaced)
         return TS_ENOMEM;
     for (int i = 0; i < F->n; i++)
         live[i] = !F->dead[i] && F->count[i] > 0;
+    /* fast's own leaf groups, to compare with the additive method's (below) */
+    int *before = malloc(sizeof(int) * (size_t)F->n);
+    if (!before) {
+        free(live);
+        return TS_ENOMEM;
+    }
+    leaf_groups(F->t, F->n, before);
     ts_stop_rule rule = F->e->rule;
     rule.min_samples = rule.max_samples = F->k;
+    int resolved = F->nambiguous == 0;
     int rc = ts_irr_discover(F->e, &rule, live, F->t, replaced, F->err);
-    free(live);
     if (rc == TS_ELIMIT) {
         F->e->partial = 1;
         rc = TS_OK;
     }
+    /* Fast resolved every region, yet its tree has nodes at different depths (on a fabric of
+     * levels, a mistake): the additive method's tree stands as measured only if it has the
+     * same leaf groups; where the two disagree, neither is trusted and the result is partial. */
+    if (rc == TS_OK && *replaced && resolved) {
+        int *after = malloc(sizeof(int) * (size_t)F->n);
+        if (!after)
+            rc = TS_ENOMEM;
+        else {
+            leaf_groups(F->t, F->n, after);
+            int node = -1, same = same_partition(before, after, F->n, live, &node);
+            rc = same < 0 ? TS_ENOMEM : same ? TS_OK : note_unresolved(F, node);
+            free(after);
+        }
+    }
+    free(before);
+    free(live);
     return rc;
 }
 

@@ -139,7 +139,7 @@ const char *ts_measure_verdict(const ts_measure *m, char *why, size_t max)
         /* a level showed there but its split was not significant: the tree keeps the switch
          * over all its nodes (coarser, not guessed) */
         snprintf(why, max, "the tree is uncertain: %d switch%s unresolved (a level seen but not "
-                 "significant; its nodes hang from one switch)", m->rep.nambiguous,
+                 "significant, or discovery's two methods disagreeing there)", m->rep.nambiguous,
                  m->rep.nambiguous == 1 ? "" : "es");
         return "partial";
     }
