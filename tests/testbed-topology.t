@@ -62,7 +62,7 @@ ok $? "slurmctld accepts the written topology.conf: scontrol show topology lists
 
 # (--switches=1 with a wait of 0 would let Slurm place the job anywhere once the wait is over;
 # the default wait is long, and all 16 nodes are idle: one leaf is free at once)
-timeout 60 srun -N4 --switches=1 -t 1 hostname > "$work/srun.out" 2>&1
+timeout 60 srun -N4 --switches=1 -t 1 --chdir=/ hostname > "$work/srun.out" 2> "$work/srun.err"
 rc=$?
 hosts=$(sort -u "$work/srun.out" | paste -sd' ')
 leaf=$(for h in $hosts; do awk -v h="$h" '$1 ~ /^SwitchName=/ && $2 ~ /^Nodes=/ {
@@ -72,5 +72,5 @@ leaf=$(for h in $hosts; do awk -v h="$h" '$1 ~ /^SwitchName=/ && $2 ~ /^Nodes=/ 
   done; done | sort -u)
 [ $rc -eq 0 ] && [ "$(echo "$hosts" | wc -w)" -eq 4 ] && [ "$(echo "$leaf" | grep -c .)" -eq 1 ]
 ok $? "srun -N4 --switches=1 lands inside one measured leaf ($hosts: ${leaf:-?})"
-[ $rc -eq 0 ] || diag < "$work/srun.out"
+[ $rc -eq 0 ] || diag < "$work/srun.err"
 tap_end

@@ -93,6 +93,7 @@ typedef struct region {
     double threshold;       /* ... and the margin that is significant */
     double lof_z;           /* a small region without a gap: its lack of fit as a star */
     double group_z;         /* a split one: how far its children look grouped (group_children) */
+    double vary_z;          /* ... and how far its pairs of children differ (child_pairs_vary) */
     int ungrouped;          /* split, but its children may group below it: unresolved */
     int grouped;            /* split, and its children group below it (F->grp) */
     double gap_us;          /* ... and in us */
@@ -711,6 +712,50 @@ static int cmp_group_pair(const void *x, const void *y)
     return a[0] < b[0] ? -1 : a[0] > b[0];
 }
 
+/* Whether the pairs of children of a split small region differ beyond the spread of the node
+ * pairs within one pair of children (one-way analysis of variance of the far pairs by pair of
+ * children): children that form a star under the switch have far pairs alike whichever two
+ * they join. Returns the variance ratio's log as a z score (NAN when it cannot be told). A
+ * region whose children neither group significantly (group_children) nor look alike here
+ * stays unresolved: a level between them may hide in the noise. */
+static double child_pairs_vary(fast *F, const pair_resid *y, long n, double far_hi)
+{
+    double *g = malloc(sizeof(double) * 2 * (size_t)(n + 1));
+    if (!g)
+        return NAN;
+    long N = 0;
+    for (long i = 0; i < n; i++) {
+        if (y[i].r > far_hi)
+            continue;
+        const meas *q = &F->M[y[i].j];
+        g[2 * N] = (double)pair_key(ts_uf_find(F->uf, q->a), ts_uf_find(F->uf, q->b));
+        g[2 * N++ + 1] = y[i].r;
+    }
+    qsort(g, (size_t)N, 2 * sizeof(double), cmp_group_pair);
+    double mean = 0, between = 0, within = 0;
+    for (long i = 0; i < N; i++)
+        mean += g[2 * i + 1];
+    mean /= N > 0 ? (double)N : 1;
+    long G = 0;
+    for (long i = 0; i < N;) {
+        long e = i;
+        double sum = 0;
+        while (e < N && g[2 * e] == g[2 * i])
+            sum += g[2 * e++ + 1];
+        double gm = sum / (double)(e - i);
+        for (long k = i; k < e; k++)
+            within += (g[2 * k + 1] - gm) * (g[2 * k + 1] - gm);
+        between += (double)(e - i) * (gm - mean) * (gm - mean);
+        G++;
+        i = e;
+    }
+    free(g);
+    if (G < 3 || N - G < 2 || !(within > 0))
+        return NAN;
+    double d1 = (double)(G - 1), d2 = (double)(N - G), ratio = (between / d1) / (within / d2);
+    return ratio > 0 ? log(ratio) / sqrt(2 / d1 + 2 / d2) : NAN;
+}
+
 typedef struct child_pair {
     int ra, rb;             /* the two children (their fragments' roots) */
     double mean, se;        /* the mean far residual of their node pairs, its standard error */
@@ -957,7 +1002,11 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
      * sets pairs of children apart by more than the pairs within them vary) */
     R->grouped = 0;
     if (rc == TS_OK && R->has_cut && R->nfrag >= 3 && nmem <= STAR_PROOF_MAX)
+    {
         R->group_z = group_children(F, K, y + g.k + g.t, np - g.k - g.t, g.far_hi, &R->grouped);
+        R->vary_z = R->grouped ? NAN
+                               : child_pairs_vary(F, y + g.k + g.t, np - g.k - g.t, g.far_hi);
+    }
     free(x);
     free(y);
     return rc;
@@ -972,7 +1021,8 @@ static void settle_region(fast *F, region *R, int *escalate)
         int apart = R->nfrag >= 2 && R->nsep == R->nfrag * (R->nfrag - 1) / 2;
         /* children that group below the switch (a level whose gap is not significant yet
          * above a lower one that is) show in the far class: more samples, or unresolved */
-        int ungrouped = !R->grouped && R->group_z > 0.5 * sqrt(2 * log(1 / FALSE_SPLIT));
+        int ungrouped = !R->grouped && (R->group_z > 0.5 * sqrt(2 * log(1 / FALSE_SPLIT)) ||
+                                        R->vary_z > LOF_Z);
         if (apart && ungrouped && F->k < SAMPLES_MAX) {
             *escalate = 1;
         } else if (apart) {
