@@ -169,8 +169,10 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
     echo
     echo "Every cell is the median of its runs (run seed = fabric seed = 1..N; N is the denominator of"
     echo "\`exact\`: $fast_seeds for fast, $seeds for the baselines) of \`toposcope sim\`"
-    echo "on the same generated fabric; all methods use the same simulator, probe engine and stopping rule"
-    echo "(eps 3%, 90% confidence, 3..32 samples). sim_time_s is virtual measurement time including"
+    echo "on the same generated fabric; all methods use the same simulator and probe engine; the baselines"
+    echo "sample each pair with the engine's stopping rule (eps 3%, 90% confidence, 3..32 samples), fast"
+    echo "takes the minimum of 3 samples per pair, doubled up to 48 only where a decision is not yet"
+    echo "significant (they do not share estimators yet). sim_time_s is virtual measurement time including"
     echo "control steps; cpu_time_s is planning and inference CPU time (the simulator's own cost excluded);"
     echo "exact counts the runs whose inferred tree equals the truth (splits after degree-2 reduction)."
     echo "Fabrics: the tree abstraction of p-port 3-tree fat trees (p=8: 128 nodes, 16: 1024, 32: 8192),"
