@@ -706,60 +706,90 @@ out:
     return z;
 }
 
-static int cmp_group_pair(const void *x, const void *y)
+typedef struct keyed_resid {
+    uint64_t key;           /* the pair of children (pair_key of their fragments' roots) */
+    double r;
+} keyed_resid;
+
+static int cmp_keyed_resid(const void *x, const void *y)
 {
-    const double *a = x, *b = y;    /* {key, residual} */
-    return a[0] < b[0] ? -1 : a[0] > b[0];
+    const keyed_resid *a = x, *b = y;
+    return a->key < b->key ? -1 : a->key > b->key;
 }
 
-/* Whether the pairs of children of a split small region differ beyond the spread of the node
- * pairs within one pair of children (one-way analysis of variance of the far pairs by pair of
- * children): children that form a star under the switch have far pairs alike whichever two
- * they join. Returns the variance ratio's log as a z score (NAN when it cannot be told). A
- * region whose children neither group significantly (group_children) nor look alike here
- * stays unresolved: a level between them may hide in the noise. */
-static double child_pairs_vary(fast *F, const pair_resid *y, long n, double far_hi)
+typedef struct child_pair {
+    int ra, rb;             /* the two children (their fragments' roots) */
+    double mean;            /* the mean far residual of their node pairs */
+    double n;               /* how many node pairs */
+    double se;              /* the mean's standard error (group_children) */
+} child_pair;
+
+/* A split region's far pairs (y[0..n-1], inside the band) by pair of children: their means and
+ * counts in *cpp (*ncp of them, malloc'd), how many node pairs in *npairs and their squared
+ * deviations from their own pair of children's mean in *within. Returns TS_OK or TS_ENOMEM. */
+static int collect_child_pairs(fast *F, const pair_resid *y, long n, double far_hi,
+                               child_pair **cpp, long *ncp, long *npairs, double *within)
 {
-    double *g = malloc(sizeof(double) * 2 * (size_t)(n + 1));
-    if (!g)
-        return NAN;
-    long N = 0;
+    keyed_resid *g = malloc(sizeof *g * (size_t)(n + 1));
+    child_pair *cp = malloc(sizeof *cp * (size_t)(n + 1));
+    if (!g || !cp) {
+        free(g);
+        free(cp);
+        return TS_ENOMEM;
+    }
+    long N = 0, G = 0;
     for (long i = 0; i < n; i++) {
         if (y[i].r > far_hi)
             continue;
         const meas *q = &F->M[y[i].j];
-        g[2 * N] = (double)pair_key(ts_uf_find(F->uf, q->a), ts_uf_find(F->uf, q->b));
-        g[2 * N++ + 1] = y[i].r;
+        g[N++] = (keyed_resid){pair_key(ts_uf_find(F->uf, q->a), ts_uf_find(F->uf, q->b)), y[i].r};
     }
-    qsort(g, (size_t)N, 2 * sizeof(double), cmp_group_pair);
-    double mean = 0, between = 0, within = 0;
-    for (long i = 0; i < N; i++)
-        mean += g[2 * i + 1];
-    mean /= N > 0 ? (double)N : 1;
-    long G = 0;
+    qsort(g, (size_t)N, sizeof *g, cmp_keyed_resid);
+    *within = 0;
     for (long i = 0; i < N;) {
         long e = i;
         double sum = 0;
-        while (e < N && g[2 * e] == g[2 * i])
-            sum += g[2 * e++ + 1];
+        while (e < N && g[e].key == g[i].key)
+            sum += g[e++].r;
         double gm = sum / (double)(e - i);
         for (long k = i; k < e; k++)
-            within += (g[2 * k + 1] - gm) * (g[2 * k + 1] - gm);
-        between += (double)(e - i) * (gm - mean) * (gm - mean);
-        G++;
+            *within += (g[k].r - gm) * (g[k].r - gm);
+        uint64_t key = g[i].key - 1;
+        cp[G++] = (child_pair){(int)(key & 0xffffffffu), (int)(key >> 32), gm, (double)(e - i), 0};
         i = e;
     }
     free(g);
+    *cpp = cp;
+    *ncp = G;
+    *npairs = N;
+    return TS_OK;
+}
+
+/* Whether the pairs of children of a split small region differ beyond the spread of the node
+ * pairs within one pair of children (one-way analysis of variance): children that form a star
+ * under the switch have far pairs alike whichever two they join. Returns the variance ratio's
+ * log as a z score (NAN when it cannot be told). A region whose children neither group
+ * significantly (group_children) nor look alike here stays unresolved: a level between them
+ * may hide in the noise. */
+static double child_pairs_vary(fast *F, const pair_resid *y, long n, double far_hi)
+{
+    child_pair *cp;
+    long G, N;
+    double within;
+    if (collect_child_pairs(F, y, n, far_hi, &cp, &G, &N, &within) != TS_OK)
+        return NAN;
+    double mean = 0, between = 0;
+    for (long i = 0; i < G; i++)
+        mean += cp[i].n * cp[i].mean;
+    mean /= N > 0 ? (double)N : 1;
+    for (long i = 0; i < G; i++)
+        between += cp[i].n * (cp[i].mean - mean) * (cp[i].mean - mean);
+    free(cp);
     if (G < 3 || N - G < 2 || !(within > 0))
         return NAN;
     double d1 = (double)(G - 1), d2 = (double)(N - G), ratio = (between / d1) / (within / d2);
     return ratio > 0 ? log(ratio) / sqrt(2 / d1 + 2 / d2) : NAN;
 }
-
-typedef struct child_pair {
-    int ra, rb;             /* the two children (their fragments' roots) */
-    double mean, se;        /* the mean far residual of their node pairs, its standard error */
-} child_pair;
 
 static int cmp_child_pair(const void *x, const void *y)
 {
@@ -780,38 +810,16 @@ static double group_children(fast *F, forest *K, const pair_resid *y, long n, do
                              int *grouped)
 {
     *grouped = 0;
-    double *g = malloc(sizeof(double) * 2 * (size_t)(n + 1));
-    child_pair *cp = malloc(sizeof *cp * (size_t)(n + 1));
-    double best = NAN;
-    if (!g || !cp)
-        goto out;
-    long N = 0, G = 0;
-    for (long i = 0; i < n; i++) {
-        if (y[i].r > far_hi)
-            continue;
-        const meas *q = &F->M[y[i].j];
-        g[2 * N] = (double)pair_key(ts_uf_find(F->uf, q->a), ts_uf_find(F->uf, q->b));
-        g[2 * N++ + 1] = y[i].r;
-    }
-    qsort(g, (size_t)N, 2 * sizeof(double), cmp_group_pair);
-    double within = 0;
-    for (long i = 0; i < N;) {
-        long e = i;
-        double sum = 0;
-        while (e < N && g[2 * e] == g[2 * i])
-            sum += g[2 * e++ + 1];
-        double gm = sum / (double)(e - i);
-        for (long k = i; k < e; k++)
-            within += (g[2 * k + 1] - gm) * (g[2 * k + 1] - gm);
-        uint64_t key = (uint64_t)g[2 * i] - 1;
-        cp[G++] = (child_pair){(int)(key & 0xffffffffu), (int)(key >> 32), gm, (double)(e - i)};
-        i = e;
-    }
+    child_pair *cp = NULL;
+    long G = 0, N = 0;
+    double within = 0, best = NAN;
+    if (collect_child_pairs(F, y, n, far_hi, &cp, &G, &N, &within) != TS_OK)
+        return NAN;
     if (G < 3 || N - G < 2 || !(within > 0))
         goto out;
     double pooled = within / (double)(N - G);
     for (long i = 0; i < G; i++)
-        cp[i].se = sqrt(pooled / cp[i].se);
+        cp[i].se = sqrt(pooled / cp[i].n);
     qsort(cp, (size_t)G, sizeof *cp, cmp_child_pair);
     /* Kruskal over the children: cut k is consistent when no pair from k on joins children
      * the pairs below k connect, and it leaves two groups at least */
@@ -854,7 +862,6 @@ static double group_children(fast *F, forest *K, const pair_resid *y, long n, do
             ts_uf_union(F->grp, cp[i].ra, cp[i].rb);
     }
 out:
-    free(g);
     free(cp);
     return best;
 }
