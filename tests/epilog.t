@@ -7,12 +7,8 @@
 # mismatches, inferred topology, formats, the picture, and broken files skipped by name.
 set -u
 cd "$(dirname "$0")/.."
-build=${TOPOSCOPE_BUILD:-build}
-bin=$build/bin/toposcope
-epilog=$build/bin/toposcope-epilog
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . tests/tap.sh
+tap_cli_env
 policy=bench/anomaly-ethernet.yaml
 
 "$bin" gen --fat-tree 8 --seed 3 > "$tmp/ft8.conf"

@@ -6,12 +6,8 @@
 # that needs escaping; the epilog's file is the report's, byte for byte.
 set -u
 cd "$(dirname "$0")/.."
-build=${TOPOSCOPE_BUILD:-build}
-bin=$build/bin/toposcope
-epilog=$build/bin/toposcope-epilog
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . tests/tap.sh
+tap_cli_env
 check() { awk -f tests/promtext.awk "$1" > "$tmp/check.out" 2>&1 && [ "$(tail -c1 "$1" | od -An -c | tr -d ' ')" = '\n' ]; }
 
 # the checker itself refuses what the format forbids (else a pass below would say nothing)

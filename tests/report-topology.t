@@ -10,12 +10,8 @@
 # the same; a PNG is written with a converter in PATH and its absence is said.
 set -u
 cd "$(dirname "$0")/.."
-build=${TOPOSCOPE_BUILD:-build}
-bin=$build/bin/toposcope
-epilog=$build/bin/toposcope-epilog
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . tests/tap.sh
+tap_cli_env
 policy=bench/anomaly-ethernet.yaml
 
 "$bin" gen --fat-tree 8 --seed 3 > "$tmp/admin.conf"

@@ -9,12 +9,8 @@
 # file untouched.
 set -u
 cd "$(dirname "$0")/.."
-build=${TOPOSCOPE_BUILD:-build}
-bin=$build/bin/toposcope
-epilog=$build/bin/toposcope-epilog
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . tests/tap.sh
+tap_cli_env
 
 printf 'SwitchName=a0 Switches=a[1-2]\nSwitchName=a1 Nodes=n[1-4]\nSwitchName=a2 Nodes=n[5-8]\n' > "$tmp/a.conf"
 printf 'SwitchName=b0 Switches=b[1-2]\nSwitchName=b1 Nodes=m[1-3]\nSwitchName=b2 Nodes=m[4-6]\n' > "$tmp/b.conf"

@@ -8,6 +8,9 @@
 #   bail_out TEXT         "Bail out! TEXT" and exit 1: the test cannot go on at all
 #   tap_end               the plan if tap_plan was not called (else a comment when the count
 #                         differs), then exit: 0 when every check passed
+#   tap_cli_env           for the tests of the installed programs (run from the repository's
+#                         top): build, bin (toposcope), epilog (toposcope-epilog) from
+#                         TOPOSCOPE_BUILD, and tmp, a directory removed on exit
 tap_ran=0 tap_failed=0 tap_last_failed=0 tap_planned=
 
 tap_plan() { tap_planned=$1; echo "1..$1"; }
@@ -42,4 +45,12 @@ tap_end() {
     echo "# planned $tap_planned tests, ran $tap_ran"
   fi
   exit $((tap_failed > 0))
+}
+
+tap_cli_env() {
+  build=${TOPOSCOPE_BUILD:-build}
+  bin=$build/bin/toposcope
+  epilog=$build/bin/toposcope-epilog
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
 }
