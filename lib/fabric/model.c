@@ -91,7 +91,7 @@ int ts_model_params_profile(ts_model_params *p, const char *profile, ts_error *e
                        profile ? profile : "(null)", TS_MODEL_PROFILES_TEXT);
     snprintf(p->profile, sizeof p->profile, "%s", d->name);
     for (int i = 0; i < TS_MODEL_MAX_LEVELS; i++)
-        p->level[i].latency_us = p->level[i].variation = NAN;
+        p->level[i].latency_us = p->level[i].variation = p->level[i].bandwidth_mbps = NAN;
     for (int i = 0; i < TS_INTRA_LEVELS; i++)
         p->intra_latency_us[i] = NAN;
     p->intra_overhead_us = NAN;
@@ -167,6 +167,7 @@ typedef enum range_kind {
     R_PROB,     /* [0, 1] */
     R_VAR,      /* [0, 1) */
     R_SIGMA,    /* [0, 2] */
+    R_POS,      /* finite, > 0 */
 } range_kind;
 
 static int in_range(double x, range_kind r)
@@ -178,6 +179,7 @@ static int in_range(double x, range_kind r)
     case R_PROB:   return x <= 1;
     case R_VAR:    return x < 1;
     case R_SIGMA:  return x <= 2;
+    case R_POS:    return x > 0;
     }
     return 0;
 }
@@ -189,6 +191,7 @@ static const char *range_text(range_kind r)
     case R_PROB:   return "in [0, 1]";
     case R_VAR:    return "in [0, 1)";
     case R_SIGMA:  return "in [0, 2]";
+    case R_POS:    return "> 0";
     }
     return "?";
 }
@@ -214,6 +217,7 @@ static int params_validate(const ts_model_params *p, ts_error *err)
         { "loss_probability", p->loss_prob, R_PROB },
         { "timeout_us", p->timeout_us, R_NONNEG },
         { "flow_penalty_us", p->flow_penalty_us, R_NONNEG },
+        { "bandwidth_mbps", p->bandwidth_mbps, R_NONNEG },   /* 0 here = unlimited */
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
         if (!in_range(g[i].v, g[i].r))
@@ -228,9 +232,10 @@ static int params_validate(const ts_model_params *p, ts_error *err)
     for (int k = 0; k < TS_MODEL_MAX_LEVELS; k++) {
         const ts_level_params *l = &p->level[k];
         if ((!isnan(l->latency_us) && !in_range(l->latency_us, R_NONNEG)) ||
-            (!isnan(l->variation) && !in_range(l->variation, R_VAR)))
-            return ts_fail(err, TS_EINPUT, "model parameters: level %d latency must be >= 0 and "
-                           "variation in [0, 1)", k);
+            (!isnan(l->variation) && !in_range(l->variation, R_VAR)) ||
+            (!isnan(l->bandwidth_mbps) && !in_range(l->bandwidth_mbps, R_POS)))
+            return ts_fail(err, TS_EINPUT, "model parameters: level %d latency must be >= 0, "
+                           "variation in [0, 1) and bandwidth > 0", k);
     }
     for (int i = 0; i < TS_INTRA_LEVELS; i++)
         if (!isnan(p->intra_latency_us[i]) && !in_range(p->intra_latency_us[i], R_NONNEG))
@@ -242,7 +247,8 @@ static int params_validate(const ts_model_params *p, ts_error *err)
         const ts_link_override *o = &p->link_overrides[i];
         if ((!isnan(o->latency_us) && !in_range(o->latency_us, R_NONNEG)) ||
             (!isnan(o->variation) && !in_range(o->variation, R_VAR)) ||
-            (!isnan(o->loss) && !in_range(o->loss, R_PROB)))
+            (!isnan(o->loss) && !in_range(o->loss, R_PROB)) ||
+            (!isnan(o->bandwidth_mbps) && !in_range(o->bandwidth_mbps, R_POS)))
             return ts_fail(err, TS_EINPUT, "model parameters: link override '%.200s' is out of range",
                            o->name);
     }
@@ -341,7 +347,7 @@ static int check_map(yctx *c, const ts_ynode *y, const char *what, const char *c
 
 static int apply_levels(yctx *c, const ts_ynode *y, ts_model_params *q)
 {
-    static const char *const lkeys[] = { "latency_us", "variation", NULL };
+    static const char *const lkeys[] = { "latency_us", "variation", "bandwidth_mbps", NULL };
     if (ts_ydoc_is_null(y))
         return TS_OK;
     /* listing the keys here keeps check_map's duplicate scan short for hostile files */
@@ -356,14 +362,16 @@ static int apply_levels(yctx *c, const ts_ynode *y, ts_model_params *q)
         int lv = strcmp(key->text, "access") == 0 ? 0 : atoi(key->text);
         char what[96];
         snprintf(what, sizeof what, "levels.%s", key->text);
-        if ((rc = check_map(c, val, what, lkeys, "latency_us, variation")))
+        if ((rc = check_map(c, val, what, lkeys, "latency_us, variation, bandwidth_mbps")))
             return rc;
         for (int j = val->first; j >= 0; j = v[v[j].next].next) {
             const ts_ynode *lk = &v[j], *lval = &v[lk->next];
             if (strcmp(lk->text, "latency_us") == 0)
                 rc = get_number(c, lval, "latency_us", R_NONNEG, &q->level[lv].latency_us);
-            else
+            else if (strcmp(lk->text, "variation") == 0)
                 rc = get_number(c, lval, "variation", R_VAR, &q->level[lv].variation);
+            else
+                rc = get_number(c, lval, "bandwidth_mbps", R_POS, &q->level[lv].bandwidth_mbps);
             if (rc)
                 return rc;
         }
@@ -423,13 +431,14 @@ static int check_override_count(yctx *c, const ts_ynode *y, const ts_model_param
 
 static int apply_links(yctx *c, const ts_ynode *y, ts_model_params *q)
 {
-    static const char *const keys[] = { "link", "latency_us", "variation", "loss", NULL };
+    static const char *const keys[] = { "link", "latency_us", "variation", "loss",
+                                        "bandwidth_mbps", NULL };
     const ts_ynode *v = c->d.v;
     if (ts_ydoc_is_null(y))
         return TS_OK;
     if (y->type != TS_Y_SEQ)
-        return yfail(c, y, "'links' must be a list of {link: NAME, latency_us, variation, loss}, "
-                     "not %s", ts_ydoc_type_name(y));
+        return yfail(c, y, "'links' must be a list of {link: NAME, latency_us, variation, loss, "
+                     "bandwidth_mbps}, not %s", ts_ydoc_type_name(y));
     int rc = check_override_count(c, y, q, y->n);
     if (rc)
         return rc;
@@ -438,9 +447,11 @@ static int apply_links(yctx *c, const ts_ynode *y, ts_model_params *q)
                    sizeof *q->link_overrides)))
         return rc;
     for (int e = y->first; e >= 0; e = v[e].next) {
-        if ((rc = check_map(c, &v[e], "a links entry", keys, "link, latency_us, variation, loss")))
+        if ((rc = check_map(c, &v[e], "a links entry", keys,
+                            "link, latency_us, variation, loss, bandwidth_mbps")))
             return rc;
-        ts_link_override o = { .latency_us = NAN, .variation = NAN, .loss = NAN };
+        ts_link_override o = { .latency_us = NAN, .variation = NAN, .loss = NAN,
+                               .bandwidth_mbps = NAN };
         int named = 0;
         for (int k = v[e].first; k >= 0 && !rc; k = v[v[k].next].next) {
             const ts_ynode *key = &v[k], *val = &v[key->next];
@@ -451,6 +462,8 @@ static int apply_links(yctx *c, const ts_ynode *y, ts_model_params *q)
                 rc = get_number(c, val, "latency_us", R_NONNEG, &o.latency_us);
             } else if (strcmp(key->text, "variation") == 0) {
                 rc = get_number(c, val, "variation", R_VAR, &o.variation);
+            } else if (strcmp(key->text, "bandwidth_mbps") == 0) {
+                rc = get_number(c, val, "bandwidth_mbps", R_POS, &o.bandwidth_mbps);
             } else {
                 rc = get_number(c, val, "loss", R_PROB, &o.loss);
             }
@@ -508,11 +521,11 @@ static int apply_hosts(yctx *c, const ts_ynode *y, ts_model_params *q)
 static const char *const top_keys[] = {
     "profile", "host_overhead_us", "host_variation", "link_latency_us", "link_variation",
     "jitter", "outliers", "power_state", "loss_probability", "timeout_us", "flow_penalty_us",
-    "levels", "links", "hosts", "intra_node", NULL
+    "bandwidth_mbps", "levels", "links", "hosts", "intra_node", NULL
 };
 #define TOP_KEYS_TEXT "profile, host_overhead_us, host_variation, link_latency_us, " \
     "link_variation, jitter, outliers, power_state, loss_probability, timeout_us, " \
-    "flow_penalty_us, levels, links, hosts, intra_node"
+    "flow_penalty_us, bandwidth_mbps, levels, links, hosts, intra_node"
 
 /* A sporadic delay, {probability, min_us, max_us}: `outliers` and `power_state`. Where the mapping
  * is, is kept in *at, so that a min_us over max_us, which can only be judged after the whole
@@ -570,6 +583,7 @@ static int apply_top(yctx *c, const ts_ynode *key, const ts_ynode *val, ts_model
         { "loss_probability", &q->loss_prob, R_PROB },
         { "timeout_us", &q->timeout_us, R_NONNEG },
         { "flow_penalty_us", &q->flow_penalty_us, R_NONNEG },
+        { "bandwidth_mbps", &q->bandwidth_mbps, R_POS },
     };
     for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
         if (strcmp(k, num[i].name) == 0)
@@ -819,9 +833,10 @@ void ts_model_free(ts_model *m)
     ts_model_params_free(&m->p);
     free(m->link_us);
     free(m->link_loss);
+    free(m->link_mbps);
     free(m->host_us);
     free(m->dead);
-    m->link_us = m->link_loss = m->host_us = NULL;
+    m->link_us = m->link_loss = m->link_mbps = m->host_us = NULL;
     m->dead = NULL;
     m->nvert = 0;
 }
@@ -883,11 +898,15 @@ static int realize(ts_model *m, ts_fabric *f, uint64_t fabric_seed, const ts_fau
         int lv = link_level(x);
         lat[i] = p->link_latency_us;
         var[i] = p->link_variation;
+        /* a rate is a port's speed, set by the hardware: it does not vary with the seed */
+        m->link_mbps[i] = i == f->root ? 0 : p->bandwidth_mbps;
         if (lv < TS_MODEL_MAX_LEVELS) {
             if (!isnan(p->level[lv].latency_us))
                 lat[i] = p->level[lv].latency_us;
             if (!isnan(p->level[lv].variation))
                 var[i] = p->level[lv].variation;
+            if (!isnan(p->level[lv].bandwidth_mbps) && i != f->root)
+                m->link_mbps[i] = p->level[lv].bandwidth_mbps;
         }
         m->host_us[i] = x->kind == TS_NODE ? p->host_overhead_us : 0;
     }
@@ -908,6 +927,8 @@ static int realize(ts_model *m, ts_fabric *f, uint64_t fabric_seed, const ts_fau
                 var[x] = o->variation;
             if (!isnan(o->loss))
                 m->link_loss[x] = o->loss;
+            if (!isnan(o->bandwidth_mbps))
+                m->link_mbps[x] = o->bandwidth_mbps;
         }
     }
     /* host nominal values are kept in host_us and their variations in a second pass below */
@@ -967,9 +988,10 @@ int ts_model_realize(ts_model *m, ts_fabric *f, const ts_model_params *p, uint64
     m->nvert = f->nvert;
     m->link_us = calloc(n, sizeof *m->link_us);
     m->link_loss = calloc(n, sizeof *m->link_loss);
+    m->link_mbps = calloc(n, sizeof *m->link_mbps);
     m->host_us = calloc(n, sizeof *m->host_us);
     m->dead = calloc(n, sizeof *m->dead);
-    if (!m->link_us || !m->link_loss || !m->host_us || !m->dead) {
+    if (!m->link_us || !m->link_loss || !m->link_mbps || !m->host_us || !m->dead) {
         ts_model_free(m);
         return ts_fail(err, TS_ENOMEM, "out of memory");
     }

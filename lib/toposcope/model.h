@@ -9,6 +9,10 @@
  *            + with probability power_prob, U(power_min_us, power_max_us)
  *            + flow_penalty_us for every extra concurrent flow on each directed link used
  *
+ * Links may also have a rate (bandwidth_mbps, absent = unlimited). The simulator's probes are a
+ * few bytes, so it never reads the rate; the testbed's fabric emulator queues every frame on
+ * each link direction it crosses, so flows sharing an uplink share its rate.
+ *
  * h_x is node x's stack overhead per round trip, so two nominal hosts add host_overhead_us.
  * Per-node and per-link variation is hardware: drawn once from the fabric seed. Run noise is
  * drawn from the run seed, so runs of one fabric serve as each other's baseline. */
@@ -27,6 +31,7 @@ typedef struct ts_link_override {
     double latency_us;             /* NAN = keep */
     double variation;              /* NAN = keep */
     double loss;                   /* NAN = keep; probability per traversal */
+    double bandwidth_mbps;         /* NAN = keep */
 } ts_link_override;
 
 typedef struct ts_host_override {
@@ -38,6 +43,7 @@ typedef struct ts_host_override {
 typedef struct ts_level_params {
     double latency_us;             /* NAN = profile default */
     double variation;              /* NAN = profile default */
+    double bandwidth_mbps;         /* NAN = the file's bandwidth_mbps */
 } ts_level_params;
 
 /* Intra-node levels of the hierarchy (lib/place/groups.c), outermost first. */
@@ -61,6 +67,7 @@ typedef struct ts_model_params {
     double loss_prob;              /* per probe, everywhere */
     double timeout_us;             /* cost of a lost probe */
     double flow_penalty_us;        /* per extra concurrent flow on a link, same direction */
+    double bandwidth_mbps;         /* every link's rate, each direction; 0 = unlimited */
     ts_level_params level[TS_MODEL_MAX_LEVELS];
     /* Messages inside a node, for the LogP estimates of hints.yaml only (the simulator's probes
      * run between nodes): one-way latency between two ranks whose closest common group is that
@@ -113,6 +120,7 @@ typedef struct ts_model {
     int nvert;
     double *link_us;               /* one-way latency of the vertex's uplink (root: 0) */
     double *link_loss;             /* loss probability per traversal of the uplink */
+    double *link_mbps;             /* the uplink's rate in each direction, 0 = unlimited */
     double *host_us;               /* nodes: overhead per round trip */
     unsigned char *dead;           /* nodes: never answers */
 } ts_model;

@@ -771,6 +771,58 @@ static void test_faults_realize(void)
     ts_fabric_free(&f);
 }
 
+/* Link rates: every link from bandwidth_mbps, a level's own rate over it, one link's over both;
+ * the root has no uplink and so no rate; absent everywhere = 0 (unlimited); 0 or a negative
+ * rate in a file is refused, since "absent" already says unlimited. */
+static void test_bandwidth(void)
+{
+    ts_fabric f;
+    ts_model_params p;
+    ts_model m;
+    ts_error err;
+    small_tree(&f);
+    int cn1 = ts_fabric_find(&f, "cn001"), cn2 = ts_fabric_find(&f, "cn002");
+    int l1 = ts_fabric_find(&f, "leaf1"), l2 = ts_fabric_find(&f, "leaf2");
+
+    ts_model_params_profile(&p, "ethernet-udp", &err);
+    is_num(p.bandwidth_mbps, 0, 0, "profiles have no rate (unlimited)");
+    ok(isnan(p.level[0].bandwidth_mbps) && isnan(p.level[1].bandwidth_mbps),
+       "level rates default to NAN (use bandwidth_mbps)");
+    is_int(ts_model_realize(&m, &f, &p, 1, NULL, 0, &err), TS_OK, "realize without rates");
+    ok(m.link_mbps[cn1] == 0 && m.link_mbps[l1] == 0, "no rate anywhere: every link unlimited");
+    ts_model_free(&m);
+
+    const char *y = "bandwidth_mbps: 1000\nlevels: {1: {bandwidth_mbps: 250}}\n"
+                    "links: [{link: cn002, bandwidth_mbps: 40.5}]\n";
+    is_int(ts_model_params_parse_yaml(&p, y, strlen(y), "bw", &err), TS_OK, "rates parse");
+    is_int(ts_model_realize(&m, &f, &p, 7, NULL, 0, &err), TS_OK, "realize with rates");
+    is_num(m.link_mbps[cn1], 1000, 0, "an access link gets bandwidth_mbps");
+    is_num(m.link_mbps[cn2], 40.5, 0, "a link's own rate wins");
+    ok(m.link_mbps[l1] == 250 && m.link_mbps[l2] == 250, "level 1 uplinks get the level's rate");
+    is_num(m.link_mbps[f.root], 0, 0, "the root has no uplink");
+    ts_model_free(&m);
+    ts_model_params_free(&p);
+
+    static const struct { const char *text, *pos, *says; } bad[] = {
+        { "bandwidth_mbps: 0\n", "1:17", "'bandwidth_mbps' must be > 0" },
+        { "levels: {access: {bandwidth_mbps: -5}}\n", "1:35", "'bandwidth_mbps' must be > 0" },
+        { "links: [{link: cn001, bandwidth_mbps: fast}]\n", "1:39", "'bandwidth_mbps' must be a number" },
+        { "levels: {1: {rate: 5}}\n", "1:14", "latency_us, variation, bandwidth_mbps" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ts_model_params_profile(&p, "ethernet-udp", &err);
+        err.text[0] = 0;
+        is_int(ts_model_params_parse_yaml(&p, bad[i].text, strlen(bad[i].text), "bad", &err),
+               TS_EINPUT, "refused: %s", bad[i].text);
+        char want[64];
+        snprintf(want, sizeof want, "bad:%s: ", bad[i].pos);
+        ok(contains(err.text, want) && contains(err.text, bad[i].says), "says where and why: %s",
+           err.text);
+        ts_model_params_free(&p);
+    }
+    ts_fabric_free(&f);
+}
+
 int main(void)
 {
     const char *src = getenv("TOPOSCOPE_SRCDIR");
@@ -784,6 +836,7 @@ int main(void)
     test_realize_basic();
     test_realize_overrides();
     test_realize_errors();
+    test_bandwidth();
     test_fault_parse();
     test_faults_realize();
     return done_testing();
