@@ -8,6 +8,14 @@
  * from the same model; faults (--inject syntax) can be added and cleared while running through a
  * control socket, so a test can degrade a link between two jobs.
  *
+ * Rates: where the params give links a rate (bandwidth_mbps), each direction of such a link is a
+ * FIFO that serialises frames at that rate, store-and-forward, with a tail-drop queue of
+ * --queue-kb. A frame's whole journey is booked when it enters: at each link of its path it
+ * starts when both it and the link are free, so flows that share an uplink share its rate, as
+ * on an oversubscribed fat tree. (Booking on entry orders a link's queue by arrival at the
+ * fabric, not at that link; for flows of one direction through the same uplink that is the
+ * same order.)
+ *
  * Timing: frames wait in a binary heap ordered by due time. The loop sleeps in epoll with a
  * timerfd armed a little before the earliest due time (timer slack set to 1 ns), then polls
  * without sleeping for the last --spin-us, because a wake-up from sleep on a busy 2-core machine
@@ -53,12 +61,15 @@
 #define TAG_TIMER 0xffffffffu
 #define TAG_LISTEN 0xfffffffeu
 #define TAG_CLIENT 0x80000000u
+#define RED_FROM 0.33             /* queue fill where random early drops begin ... */
+#define RED_MAX_P 0.1              /* ... rising to this probability when it is full */
+#define WIRE_OVERHEAD_BYTES 24     /* preamble 8, inter-frame gap 12, FCS 4: TAP frames have none */
 
 typedef struct port {
     int fd;
     int vertex;                    /* the node's vertex, or the root for the ctl port */
     char ifname[IFNAMSIZ];
-    uint64_t rx, tx, drop_loss, drop_dead, drop_full;
+    uint64_t rx, tx, drop_loss, drop_dead, drop_full, drop_queue;
 } port;
 
 typedef struct frame {
@@ -96,6 +107,11 @@ typedef struct emu {
     double *pair_loss;
     unsigned char *pair_dead;
     uint64_t *pair_last_due;       /* keeps each direction FIFO when jitter is on */
+
+    /* rates: per vertex, when its uplink is next free going up and coming down */
+    int shaped;                    /* some link has a rate */
+    uint64_t *free_up_ns, *free_down_ns;
+    uint64_t queue_bytes;          /* a link direction's tail-drop queue */
 
     mac_entry mac[MAC_SLOTS];
 
@@ -177,6 +193,9 @@ static int apply_model(emu *e, ts_error *err)
         ts_model_free(&e->m);
     e->m = nm;
     e->have_model = 1;
+    e->shaped = 0;
+    for (int v = 0; v < e->f.nvert; v++)
+        e->shaped |= e->m.link_mbps[v] > 0;
     for (int a = 0; a < e->nports; a++)
         for (int b = 0; b < e->nports; b++) {
             size_t k = (size_t)a * e->nports + b;
@@ -307,6 +326,50 @@ static int mac_lookup(const emu *e, const unsigned char *mac)
     return -1;
 }
 
+/* One link direction crossed at time *t by a frame of `bytes` on the wire: it waits behind the
+ * frames booked before it, is serialised at the link's rate, then flies for the link's delay.
+ * Returns 0, or -1 when the queue in front of it is full (the frame is dropped there). */
+static int cross_link(emu *e, int x, uint64_t *free_ns, int bytes, uint64_t *t)
+{
+    double mbps = e->m.link_mbps[x];
+    if (mbps > 0) {
+        uint64_t start = *t > *free_ns ? *t : *free_ns;
+        /* Random early drop (RED) over the upper two thirds of the queue, as switches with
+         * WRED do: plain tail drop locks out the flows whose windows are small (they lose the
+         * packets fast retransmit would need, wait for timeouts, and one flow keeps the link). */
+        double queued = (double)(start - *t) * mbps / 8000.0 / (double)e->queue_bytes;
+        if (queued >= 1 || (queued > RED_FROM && ts_rng_uniform(&e->rng) <
+                                                 RED_MAX_P * (queued - RED_FROM) / (1 - RED_FROM)))
+            return -1;
+        *free_ns = start + (uint64_t)llround((double)bytes * 8000.0 / mbps);
+        *t = *free_ns;
+    }
+    if (!isnan(e->m.link_us[x]))
+        *t += (uint64_t)llround(e->m.link_us[x] * 1000.0);
+    return 0;
+}
+
+/* When a frame entering at t_in from vertex va reaches vb through the rate-limited links: up
+ * from va to the common switch, then down to vb. Returns 0, or -1 when a queue dropped it. */
+static int shaped_arrival(emu *e, int va, int vb, int len, uint64_t t_in, uint64_t *due)
+{
+    int down[MAX_PATH_LINKS], ndown = 0, bytes = len + WIRE_OVERHEAD_BYTES;
+    int top = ts_fabric_lca(&e->f, va, vb);
+    uint64_t t = t_in;
+    for (int x = va; x != top; x = e->f.v[x].parent)
+        if (cross_link(e, x, &e->free_up_ns[x], bytes, &t) < 0)
+            return -1;
+    for (int x = vb; x != top && ndown < MAX_PATH_LINKS; x = e->f.v[x].parent)
+        down[ndown++] = x;
+    while (ndown > 0) {
+        int x = down[--ndown];
+        if (cross_link(e, x, &e->free_down_ns[x], bytes, &t) < 0)
+            return -1;
+    }
+    *due = t;
+    return 0;
+}
+
 static void enqueue(emu *e, int in, int out, const unsigned char *data, int len, uint64_t t_in)
 {
     size_t k = (size_t)in * e->nports + out;
@@ -319,10 +382,14 @@ static void enqueue(emu *e, int in, int out, const unsigned char *data, int len,
         po->drop_loss++;
         return;
     }
-    double us = e->pair_us[k];
+    uint64_t due = t_in + (uint64_t)llround(e->pair_us[k] * 1000.0);
+    if (e->shaped && shaped_arrival(e, node_port_vertex(e, in), node_port_vertex(e, out), len,
+                                    t_in, &due) < 0) {
+        po->drop_queue++;
+        return;
+    }
     if (e->jitter_us > 0)
-        us += ts_rng_exponential(&e->rng, e->jitter_us);
-    uint64_t due = t_in + (uint64_t)llround(us * 1000.0);
+        due += (uint64_t)llround(ts_rng_exponential(&e->rng, e->jitter_us) * 1000.0);
     /* Jitter must not reorder one direction of a pair: TCP would read reordering as loss. */
     if (due < e->pair_last_due[k])
         due = e->pair_last_due[k];
@@ -405,7 +472,7 @@ static void reset_stats(emu *e)
     e->sent = e->late_sum_ns = e->late_max_ns = e->late_over_10us = e->late_over_50us = 0;
     for (int p = 0; p < e->nports; p++) {
         port *po = &e->ports[p];
-        po->rx = po->tx = po->drop_loss = po->drop_dead = po->drop_full = 0;
+        po->rx = po->tx = po->drop_loss = po->drop_dead = po->drop_full = po->drop_queue = 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &e->stats_since);
     getrusage(RUSAGE_SELF, &e->ru_since);
@@ -486,8 +553,9 @@ static void ctl_execute(emu *e, char *line, FILE *out)
         fprintf(out, "ok\n");
         for (int v = 0; v < e->f.nvert; v++)
             if (v != e->f.root)
-                fprintf(out, "%s %.3f %.6f %d\n", e->f.v[v].name, e->m.link_us[v],
-                        e->m.link_loss ? e->m.link_loss[v] : 0.0, e->m.dead ? e->m.dead[v] : 0);
+                fprintf(out, "%s %.3f %.6f %d %g\n", e->f.v[v].name, e->m.link_us[v],
+                        e->m.link_loss ? e->m.link_loss[v] : 0.0, e->m.dead ? e->m.dead[v] : 0,
+                        e->m.link_mbps[v]);
     } else if (strcmp(cmd, "delay") == 0) {
         int a = arg ? port_by_name(e, arg) : -1, b = arg2 ? port_by_name(e, arg2) : -1;
         if (a < 0 || b < 0) {
@@ -514,9 +582,9 @@ static void ctl_execute(emu *e, char *line, FILE *out)
         for (int p = 0; p < e->nports; p++) {
             const port *po = &e->ports[p];
             fprintf(out, "port %s %s rx %" PRIu64 " tx %" PRIu64 " drop_loss %" PRIu64
-                         " drop_dead %" PRIu64 " drop_full %" PRIu64 "\n",
+                         " drop_dead %" PRIu64 " drop_full %" PRIu64 " drop_queue %" PRIu64 "\n",
                     port_name(e, p), po->ifname, po->rx, po->tx, po->drop_loss, po->drop_dead,
-                    po->drop_full);
+                    po->drop_full, po->drop_queue);
         }
     } else if (strcmp(cmd, "reset-stats") == 0) {
         reset_stats(e);
@@ -722,6 +790,8 @@ static void usage(FILE *out)
             "  --inject SPEC      fault at start-up (degrade:LINK:+30%%, degrade:LINK:+5us,\n"
             "                     loss:LINK:20%%, dead:NODE); repeatable\n"
             "  --jitter-us US     mean of an exponential extra delay per frame (default 0)\n"
+            "  --queue-kb KB      tail-drop queue of each direction of a rate-limited link\n"
+            "                     (default 256)\n"
             "  --tap-prefix P     TAP names: P0..P(n-1) for the nodes in order, P-ctl (default tsb)\n"
             "  --no-ctl-port      no zero-delay port at the root switch for the root namespace\n"
             "  --ctl SOCKET       control socket (commands: inject, clear, faults, jitter, links,\n"
@@ -754,19 +824,19 @@ int main(int argc, char **argv)
     const char *fabric = NULL, *params = NULL, *profile = "ethernet", *ctl = NULL;
     const char *prefix = "tsb";
     int list_nodes = 0, ctl_port = 1, rt = 0, pm_qos = 0;
-    double spin_us = 50;
+    double spin_us = 50, queue_kb = 256;
     ts_error err;
     ts_error_clear(&err);
     e.seed = 0;
     enum { O_FABRIC = 256, O_PARAMS, O_PROFILE, O_SEED, O_INJECT, O_JITTER, O_PREFIX, O_NOCTL,
-           O_CTL, O_SPIN, O_RT, O_PMQOS, O_LIST, O_HELP };
+           O_CTL, O_SPIN, O_RT, O_PMQOS, O_LIST, O_QUEUE, O_HELP };
     static const struct option opts[] = {
         {"fabric", required_argument, 0, O_FABRIC},   {"params", required_argument, 0, O_PARAMS},
         {"profile", required_argument, 0, O_PROFILE}, {"fabric-seed", required_argument, 0, O_SEED},
         {"inject", required_argument, 0, O_INJECT},   {"jitter-us", required_argument, 0, O_JITTER},
         {"tap-prefix", required_argument, 0, O_PREFIX}, {"no-ctl-port", no_argument, 0, O_NOCTL},
         {"ctl", required_argument, 0, O_CTL},         {"spin-us", required_argument, 0, O_SPIN},
-        {"rt", required_argument, 0, O_RT},
+        {"rt", required_argument, 0, O_RT},           {"queue-kb", required_argument, 0, O_QUEUE},
         {"pm-qos", no_argument, 0, O_PMQOS},          {"list-nodes", no_argument, 0, O_LIST},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
     int c;
@@ -791,6 +861,7 @@ int main(int argc, char **argv)
         case O_CTL: ctl = optarg; break;
         case O_SPIN: spin_us = strtod(optarg, NULL); break;
         case O_RT: rt = atoi(optarg); break;
+        case O_QUEUE: queue_kb = strtod(optarg, NULL); break;
         case O_PMQOS: pm_qos = 1; break;
         case O_LIST: list_nodes = 1; break;
         case O_HELP: usage(stdout); return 0;
@@ -798,6 +869,7 @@ int main(int argc, char **argv)
         }
     }
     if (!fabric || optind != argc || !(spin_us >= 0 && spin_us < 1e6) || !(e.jitter_us >= 0) ||
+        !(queue_kb >= 2 && queue_kb <= 1048576) ||
         strlen(prefix) > 8) {
         usage(stderr);
         return 2;
@@ -814,6 +886,7 @@ int main(int argc, char **argv)
     }
     e.ninitial = e.nfaults;
     e.spin_ns = (uint64_t)(spin_us * 1000);
+    e.queue_bytes = (uint64_t)(queue_kb * 1024);
     e.nports = e.f.nnodes + ctl_port;
     size_t np2 = (size_t)e.nports * (size_t)e.nports;
     e.ports = calloc((size_t)e.nports, sizeof *e.ports);
@@ -821,7 +894,10 @@ int main(int argc, char **argv)
     e.pair_loss = calloc(np2, sizeof *e.pair_loss);
     e.pair_dead = calloc(np2, 1);
     e.pair_last_due = calloc(np2, sizeof *e.pair_last_due);
-    if (!e.ports || !e.pair_us || !e.pair_loss || !e.pair_dead || !e.pair_last_due) {
+    e.free_up_ns = calloc((size_t)e.f.nvert, sizeof *e.free_up_ns);
+    e.free_down_ns = calloc((size_t)e.f.nvert, sizeof *e.free_down_ns);
+    if (!e.ports || !e.pair_us || !e.pair_loss || !e.pair_dead || !e.pair_last_due ||
+        !e.free_up_ns || !e.free_down_ns) {
         fprintf(stderr, "toposcope-fabemu: out of memory\n");
         return 1;
     }
@@ -923,6 +999,8 @@ int main(int argc, char **argv)
     free(e.pair_loss);
     free(e.pair_dead);
     free(e.pair_last_due);
+    free(e.free_up_ns);
+    free(e.free_down_ns);
     ts_model_free(&e.m);
     ts_model_params_free(&e.p);
     ts_fabric_free(&e.f);
