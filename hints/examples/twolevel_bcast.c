@@ -13,7 +13,11 @@
  * then "rank=R origin=environment|PATH", "rank=R host=H cpus=LIST" (the CPUs it may run on, to
  * hold against the cpus hints.yaml gives it) and, after the broadcast, "rank=R bcast=V ok|WRONG".
  * Rank 0 ends with a summary. Exit status 0 when every rank got VALUE, 1 otherwise, 2 when the
- * hints are missing or wrong (each rank prints why). */
+ * hints are missing or wrong (each rank prints why).
+ *
+ * With BYTES (twolevel_bcast LEVEL VALUE BYTES) it then times a broadcast of BYTES both ways,
+ * two-level and MPI_Bcast over all ranks, each from a barrier to a barrier, median of 5:
+ *   twolevel_bcast: BYTES bytes: two-level X ms, MPI_Bcast Y ms (median of 5) */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,10 +83,57 @@ static int show_levels(int rank, const char *host)
     return rc;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Milliseconds of one broadcast of buf, barrier to barrier: two-level when group is given
+ * (the leaders first, then every group), else MPI_Bcast over MPI_COMM_WORLD. */
+static double timed_bcast(char *buf, int bytes, MPI_Comm leaders, MPI_Comm group)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (group == MPI_COMM_NULL) {
+        MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    } else {
+        if (leaders != MPI_COMM_NULL)
+            MPI_Bcast(buf, bytes, MPI_BYTE, 0, leaders);
+        MPI_Bcast(buf, bytes, MPI_BYTE, 0, group);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return (MPI_Wtime() - t0) * 1e3;
+}
+
+static void time_both(int rank, int bytes, MPI_Comm leaders, MPI_Comm group)
+{
+    enum { REPS = 5 };
+    char *buf = calloc((size_t)bytes, 1);
+    double two[REPS], flat[REPS];
+    if (!buf)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    for (int i = 0; i < REPS; i++) {   /* interleaved, so a drift in load favours neither */
+        two[i] = timed_bcast(buf, bytes, leaders, group);
+        flat[i] = timed_bcast(buf, bytes, MPI_COMM_NULL, MPI_COMM_NULL);
+    }
+    qsort(two, REPS, sizeof *two, cmp_double);
+    qsort(flat, REPS, sizeof *flat, cmp_double);
+    if (rank == 0)
+        printf("twolevel_bcast: %d bytes: two-level %.1f ms, MPI_Bcast %.1f ms (median of %d)\n",
+               bytes, two[REPS / 2], flat[REPS / 2], REPS);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     const char *level = argc > 1 ? argv[1] : "leaf";
     long want = argc > 2 ? strtol(argv[2], NULL, 10) : 4242;
+    long bytes = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
+    if (bytes < 0 || bytes > (1L << 30)) {
+        fprintf(stderr, "twolevel_bcast: BYTES must be 0 .. 2^30\n");
+        return 2;
+    }
     int rank, nranks;
     char host[256], origin[4096];
     MPI_Init(&argc, &argv);
@@ -128,6 +179,8 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("twolevel_bcast: level %s, %d groups, %d of %d ranks got %ld (%.0f us at rank 0)\n",
                level, ngroups, nranks - nwrong, nranks, want, us);
+    if (bytes > 0)
+        time_both(rank, (int)bytes, leaders, group);
     if (leaders != MPI_COMM_NULL)
         MPI_Comm_free(&leaders);
     MPI_Comm_free(&group);
