@@ -1,13 +1,14 @@
 # The emulated cluster: latency fabric emulator, UDP ping, bench-testbed, demo.
 #   make testbed        build build/bin/toposcope-fabemu and build/bin/toposcope-udping
 #   make bench-testbed  configured vs achieved delay (50 us .. 2 ms) and the emulator's CPU use
+#   make bench-app      hpcc with and without --topo-aware on the payoff fabrics (etc/payoff)
 #   make demo           8-node testbed on etc/demo (KEEP=1 leaves it up)
 
 TESTBED_FABEMU := $(BUILD)/bin/toposcope-fabemu
 TESTBED_UDPING := $(BUILD)/bin/toposcope-udping
 TESTBED_BINS   := $(TESTBED_FABEMU) $(TESTBED_UDPING)
 
-.PHONY: testbed bench-testbed demo
+.PHONY: testbed bench-testbed bench-app demo
 all: $(TESTBED_BINS)
 testbed: $(TESTBED_BINS)
 
@@ -21,6 +22,10 @@ $(TESTBED_UDPING): tests/testbed/udping.c $(LIB_A) $(HEADERS)
 
 bench-testbed: $(TESTBED_BINS)
 	TOPOSCOPE_BUILD=$(abspath $(BUILD)) tests/testbed/bench
+
+bench-app: deps
+	$(MAKE) all
+	TOPOSCOPE_BUILD=$(abspath $(BUILD)) bench/app.sh
 
 demo: deps
 	$(MAKE) all

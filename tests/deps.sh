@@ -18,6 +18,7 @@ packages=(
   dpkg-dev debhelper fakeroot lintian        # make deb, tests/package.t
   mpi-default-dev                            # make deb: the hints library's Build-Depends
   rpm                                        # tests/package.t parses the RPM spec (rpmspec), make rpm
+  hpcc                                       # make bench-app, make demo: HPC Challenge
 )
 
 missing=()
