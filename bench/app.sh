@@ -33,8 +33,9 @@ export SLURM_CONF=$TB_CONF
 tb_session_lock 900
 # Outside /tmp (every slurmd has its own); kept after the run for a look at any job's output,
 # replaced by the next run.
+# REPORT_ONLY=1 prints the tables of the last run again without running anything.
 D=$TB_STATE/bench-app
-rm -rf "$D"
+[ "${REPORT_ONLY:-0}" = 1 ] || rm -rf "$D"
 mkdir -p "$D"
 chmod 755 "$D"
 trap 'timeout 120 "$TB_DIR/down" > /dev/null 2>&1' EXIT
@@ -95,17 +96,23 @@ run_case() {   # FABRIC-NAME: JOBS job pairs; leaves $D/FABRIC/{plain,topo}-N
 
 # One row: the case, a metric, its median without and with, the ratio (better / worse way
 # round: above 1 when --topo-aware is better), how many jobs gave the values.
+range() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.4g-%.4g", lo, hi }'; }
 row() {   # NAME LABEL KEY BETTER(high|low)
   local name=$1 label=$2 key=$3 better=$4 plain topo n
-  plain=$(for f in "$D/$name"/plain-*/hpccoutf.txt; do value "$key" "$f"; done 2>/dev/null | median)
-  topo=$(for f in "$D/$name"/topo-*/hpccoutf.txt; do value "$key" "$f"; done 2>/dev/null | median)
+  values() { for f in "$D/$name"/$1-*/hpccoutf.txt; do value "$key" "$f"; done 2>/dev/null; }
+  plain=$(values plain | median)
+  topo=$(values topo | median)
   n="$(ls "$D/$name"/plain-*/hpccoutf.txt 2>/dev/null | wc -l)/$(ls "$D/$name"/topo-*/hpccoutf.txt 2>/dev/null | wc -l)"
-  awk -v c="$name" -v l="$label" -v p="$plain" -v t="$topo" -v b="$better" -v n="$n" 'BEGIN {
+  awk -v c="$name" -v l="$label" -v p="$plain" -v t="$topo" -v b="$better" -v n="$n" \
+      -v rp="$(values plain | range)" -v rt="$(values topo | range)" 'BEGIN {
     r = (b == "high") ? t / p : p / t
-    printf "| %s | %s | %.4g | %.4g | %.2fx | %s |\n", c, l, p, t, r, n }'
+    printf "| %s | %s | %.4g | %.4g | %.2fx | %s | %s | %s |\n", c, l, p, t, r, rp, rt, n }'
 }
 
-for name in $FABRICS; do run_case "$name"; done
+if [ "${REPORT_ONLY:-0}" != 1 ]; then
+  echo "$(date -u +%Y-%m-%d) on commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')" > "$D/measured"
+  for name in $FABRICS; do run_case "$name"; done
+fi
 
 tables() {
 echo "## Application benchmark (make bench-app)"
@@ -113,11 +120,11 @@ echo
 echo "HPC Challenge (Debian's hpcc $(dpkg-query -W -f='${Version}' hpcc 2>/dev/null)), 8 ranks, one per node, on the emulated"
 echo "cluster (etc/payoff: 2 leaves of 4 nodes, 100 us per link, 500 Mbit/s per node, leaf uplinks 4:1,"
 echo "jumbo frames), in sbatch jobs with a plain \`mpirun -np 8\`, without and with \`--topo-aware=compact\`;"
-echo "$JOBS jobs per case, medians. Ratio > 1: --topo-aware is better. Measured $(date -u +%Y-%m-%d) on"
-echo "commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -r)."
+echo "$JOBS jobs per case, medians. Ratio > 1: --topo-aware is better. Measured $(cat "$D/measured" 2>/dev/null || echo '?'),"
+echo "$(nproc) cores, $(uname -r)."
 echo
-echo "| fabric | metric | without | with --topo-aware=compact | ratio | jobs (without/with) |"
-echo "|---|---|---|---|---|---|"
+echo "| fabric | metric | without | with --topo-aware=compact | ratio | range without | range with | jobs (without/with) |"
+echo "|---|---|---|---|---|---|---|---|"
 for name in $FABRICS; do
   row "$name" "ring bandwidth, natural order (GB/s)" NaturallyOrderedRingBandwidth_GBytes high
   row "$name" "ring latency, natural order (us)" NaturallyOrderedRingLatency_usec low
