@@ -79,11 +79,20 @@ static int bad(const char *fmt, const char *arg)
     return 2;
 }
 
+/* A handle on libslurm's hostlist. Slurm 23.11 made hostlist_t the struct itself (the calls
+ * take hostlist_t *); before, hostlist_t was the pointer. One build per Slurm release, so the
+ * release's own version macro decides. */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+typedef hostlist_t *slurm_hostlist_handle;
+#else
+typedef hostlist_t slurm_hostlist_handle;
+#endif
+
 /* Slurm's compressed hostlist, expanded with libslurm's own hostlist code, so the agents agree
  * with slurmd on the order (the leader is the first). */
 static int expand_nodes(const char *list, char ***names, int *n)
 {
-    hostlist_t hl = slurm_hostlist_create(list);
+    slurm_hostlist_handle hl = slurm_hostlist_create(list);
     if (!hl)
         return -1;
     int count = slurm_hostlist_count(hl);
