@@ -136,8 +136,11 @@ static int exchange_body(pmix_rdv *r, agent_exchange *x, char *why, size_t whyle
         if (put_string(KEY_LEADER, text, why, whylen) != 0)
             return -1;
         for (uint32_t k = 0; k < r->size; k++) {
-            snprintf(text, sizeof text, KEY_CRED "%u", k);
-            if (put_string(text, x->creds[k], why, whylen) != 0)
+            /* a key of its own size (not text's): GCC 14 (Debian 13) bounds put_string's
+             * message by the buffer the key is in, and -Werror=format-truncation fails on it */
+            char key[sizeof KEY_CRED + 10];
+            snprintf(key, sizeof key, KEY_CRED "%u", k);
+            if (put_string(key, x->creds[k], why, whylen) != 0)
                 return -1;
         }
     }
