@@ -10,6 +10,8 @@ TB_FABEMU=$TB_BUILD/bin/toposcope-fabemu
 TB_UDPING=$TB_BUILD/bin/toposcope-udping
 # Outside /tmp: every slurmd gets a private /tmp, and the configs must be visible to all of them.
 TB_STATE=${TOPOSCOPE_TESTBED_STATE:-/var/lib/toposcope-testbed}
+# Other distributions' roots (tests/testbed/stack NAME): $TB_STACKS/NAME.
+TB_STACKS=$TB_STATE/stacks
 TB_NS_PREFIX=tsb-
 TB_TAP_PREFIX=tsb
 TB_HOSTS_MARK="# toposcope-testbed"
@@ -38,6 +40,8 @@ tb_node_addr() {
 }
 
 tb_ns() { echo "$TB_NS_PREFIX$1"; }
+
+tb_stack_root() { echo "$TB_STACKS/$1"; }
 
 # Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat), so a recorded
 # pid that was recycled by an unrelated process is never signalled.
