@@ -87,7 +87,7 @@ bench: all
 	@bench/run.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-fuzz build-debian13
 
 # Each part of the project adds its own targets and programs in mk/*.mk (fuzz, testbed, ...).
 include $(sort $(wildcard mk/*.mk))
