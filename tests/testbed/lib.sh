@@ -43,6 +43,20 @@ tb_ns() { echo "$TB_NS_PREFIX$1"; }
 
 tb_stack_root() { echo "$TB_STACKS/$1"; }
 
+# The distribution stack the testbed's Slurm runs from: the running testbed's (up records it),
+# else TESTBED_STACK; empty = this machine's own Slurm and munge.
+tb_stack() {
+  if [ -f "$TB_STATE/run/stack" ]; then cat "$TB_STATE/run/stack"; else echo "${TESTBED_STACK:-}"; fi
+}
+# tb_slurm CMD...: a Slurm or munge client (sinfo, srun, munge...) of that stack. Slurm clients
+# talk only to a slurmctld of a close release (22.05's cannot reach 24.11's), so on another
+# stack they run inside its root; SLURM_* and OMPI_* variables go with them.
+tb_slurm() {
+  local stack
+  stack=$(tb_stack)
+  if [ -n "$stack" ]; then "$TB_DIR/stack" "$stack" run "$@"; else "$@"; fi
+}
+
 # Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat), so a recorded
 # pid that was recycled by an unrelated process is never signalled.
 tb_starttime() {
@@ -94,24 +108,25 @@ tb_ompi_init_crashed() {
 # then ask slurmctld every 0.2 s until the job has ended and its epilogs have run (not
 # COMPLETING). Prints sbatch's lines ("Submitted batch job N"). Exit status as sbatch --wait's:
 # the job's exit code, 1 when it ended otherwise (cancelled, timed out, failed) with code 0;
-# 124 when SECONDS passed first, and the job is then cancelled.
+# 124 when SECONDS passed first, and the job is then cancelled. Slurm's clients of the
+# testbed's stack (tb_slurm).
 tb_sbatch_wait() {
   local seconds=$1 out id line state code
   shift
-  out=$(sbatch "$@") || { echo "$out"; return 1; }
+  out=$(tb_slurm sbatch "$@") || { echo "$out"; return 1; }
   echo "$out"
   id=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' <<< "$out")
   [ -n "$id" ] || return 1
   local end=$((SECONDS + seconds))
   while :; do
-    line=$(scontrol -o show job "$id" 2>/dev/null)
+    line=$(tb_slurm scontrol -o show job "$id" 2>/dev/null)
     state=$(sed -n 's/.* JobState=\([A-Z_]*\).*/\1/p' <<< "$line")
     case $state in
       ""|PENDING|CONFIGURING|RUNNING|COMPLETING|SUSPENDED|REQUEUED|RESIZING) ;;
       *) break ;;
     esac
     if [ $SECONDS -ge $end ]; then
-      scancel "$id" 2>/dev/null
+      tb_slurm scancel "$id" 2>/dev/null
       return 124
     fi
     sleep 0.2
