@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The testbed on Debian 13's stack (TAP): TESTBED_STACK=debian13 — munged, slurmctld and 8
+# slurmds of Slurm 24.11 from the root `tests/testbed/stack debian13` made, Open MPI 5 (PRRTE
+# 3.0) and PMIx 5 in the jobs, toposcope's Debian 13 build (build-debian13/: SPANK plugin built
+# against 24.11's spank.h, prolog agent against its libslurm) in plugstack.conf.
+#   - the daemons and the jobs are the root's (srun slurmd -V prints 24.11);
+#   - srun -N8 hostname; srun -N2 --mpi=pmix env;
+#   - sbatch --help lists --topo-aware (the plugin loads into 24.11);
+#   - sbatch -N4 --ntasks-per-node=2 --topo-aware=compact: the prolog measures, writes a rankfile
+#     of 8 ranks; mpirun --map-by rankfile:file= places every rank on the host and core it names,
+#     and so with its ranks reversed (no default placement does that); a plain mpirun with
+#     LSB_AFFINITY_HOSTFILE (the reversed placement in LSF's format, which PRRTE 3.0's rank_file
+#     mapper reads) does too; a plain mpirun runs despite the plugin's exports;
+#   - down leaves no process running from the root.
+# Skipped when the root or the Debian 13 build is missing (`tests/testbed/stack debian13` makes
+# both: about a minute and 1 GB).
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+. "$REPO/tests/testbed/lib.sh"
+
+STACK=debian13
+ROOT=$(tb_stack_root $STACK)
+B13=$REPO/build-$STACK
+FABRIC=$REPO/etc/demo/topology.conf
+PARAMS=$REPO/etc/demo/params.yaml
+export SLURM_CONF=$TB_CONF
+
+if [ ! -f "$ROOT/.toposcope-stack" ] || [ ! -f "$B13/lib/spank_toposcope.so" ]; then
+  echo "1..0 # SKIP no $STACK root or build-$STACK (tests/testbed/stack $STACK makes both)"
+  exit 0
+fi
+tb_tap_begin 11 "make testbed (this machine's build runs the emulator)" "$TB_FABEMU" \
+  "$B13/bin/toposcope-prolog"
+
+# Everything slurmd runs or reads lives in the state dir, which the root sees at the same path.
+D=$TB_STATE/jobs/stack-t.$$
+mkdir -p "$D/bin" "$D/lib" "$D/out"
+cp "$B13/bin/toposcope-prolog" "$D/bin/"
+cp "$B13/lib/spank_toposcope.so" "$D/lib/"
+cp -r "$REPO/policies" "$D/policies"
+printf 'budget_ms: 1500\nspool: %s\nprolog: %s\npolicy_dir: %s\n' "$D/spool/%n" \
+  "$D/bin/toposcope-prolog" "$D/policies" > "$D/toposcope.yaml"
+export TESTBED_STACK=$STACK
+export TESTBED_PLUGSTACK="optional $D/lib/spank_toposcope.so conf=$D/toposcope.yaml mode=opt-in"
+
+tb_test_up stack-t 10 "$FABRIC" "$PARAMS" "up: 8 nodes on etc/demo, Slurm from the $STACK root, the plugin in plugstack.conf"
+trap 'kill "$tb_watchdog" 2>/dev/null; timeout 120 "$TB_DIR/down" >/dev/null 2>&1; rm -rf "$work" "$D"' EXIT
+
+want=$(tb_slurm sh -c 'dpkg-query -W -f="\${Version}" slurmd' 2>/dev/null)
+got=$(tb_slurm timeout 60 srun -N1 slurmd -V 2>&1)
+# (Debian's slurmd -V says "slurm-wlm VERSION")
+[[ $got =~ ^slurm(-wlm)?\ ${want%%-*}$ && $want == 24.11* ]]
+ok $? "the jobs run in the root: srun slurmd -V says '$got' (the root's slurmd package: $want)"
+
+tb_slurm timeout 60 srun -N8 hostname > "$work/hostname.out" 2> "$work/hostname.err"
+rc=$?
+got=$(sort -V "$work/hostname.out" | paste -sd' ')
+[ $rc -eq 0 ] && [ "$got" = "node1 node2 node3 node4 node5 node6 node7 node8" ]
+ok $? "srun -N8 hostname runs on node1..node8"
+[ $rc -eq 0 ] || diag < "$work/hostname.err"
+
+tb_slurm timeout 60 srun -N2 --mpi=pmix env > "$work/pmix.out" 2> "$work/pmix.err"
+rc=$?
+ranks=$(grep -E '^PMIX_RANK=' "$work/pmix.out" | sort | paste -sd' ')
+[ $rc -eq 0 ] && [ "$ranks" = "PMIX_RANK=0 PMIX_RANK=1" ]
+ok $? "srun -N2 --mpi=pmix env: PMIx ranks 0 and 1 ($(grep -m1 '^PMIX_VERSION=' "$work/pmix.out"))"
+[ $rc -eq 0 ] || diag < "$work/pmix.err"
+
+tb_slurm timeout 10 sbatch --help > "$work/help.txt" 2>&1
+grep -q -- '--topo-aware=\[POLICY\]' "$work/help.txt"
+ok $? "sbatch --help lists --topo-aware=[POLICY]: the plugin built against 24.11 loads"
+
+# ---- a measured job: the rankfile, followed by Open MPI 5 -----------------------------------
+# The plugin's rankfile may well be the placement mpirun makes anyway (compact on two ranks per
+# node is), so following it proves little: each route also gets the rankfile with its ranks
+# reversed, which no default placement makes.
+J=$D/out/compact
+mkdir -p "$J"
+cat > "$J/job.sh" <<JOB
+#!/bin/bash
+export $TB_OMPI_ENV
+env | grep -E '^(TOPOSCOPE_|OMPI_MCA_rmaps)' | sort > $J/batch.env
+cp "\$TOPOSCOPE_RANKFILE" $J/rankfile
+# rank r gets the host and slot of rank n-1-r
+awk -F'[ =]' '{ host[NR - 1] = \$3; slot[NR - 1] = \$5 }
+  END { for (r = 0; r < NR; r++) print "rank " r "=" host[NR - 1 - r] " slot=" slot[NR - 1 - r] }' \
+  $J/rankfile > $J/reversed
+# the same in LSF's affinity format, "HOST CPUS" per rank in rank order; "slot=P:C" is CPU C on
+# the testbed's nodes (one package, one thread per core)
+sed 's/^rank [0-9]*=\([^ ]*\) slot=[0-9]*:\(.*\)/\1 \2/' $J/reversed > $J/reversed.lsf
+bindings() { timeout 60 mpirun -np 8 --report-bindings "\$@" hostname; echo "exit \$?"; }
+# (relative names: PRRTE 3.0.8 refuses a file= whose path has a '-', as every path below
+# $TB_STATE does: "The map-by directive contains an unrecognized qualifier")
+cd $J
+bindings --map-by rankfile:file=rankfile > $J/mapby.txt 2>&1
+bindings --map-by rankfile:file=reversed > $J/mapby-reversed.txt 2>&1
+LSB_AFFINITY_HOSTFILE=$J/reversed.lsf bindings > $J/lsf-reversed.txt 2>&1
+bindings > $J/plain.txt 2>&1
+JOB
+(cd "$J" && tb_sbatch_wait 180 -N4 --ntasks-per-node=2 --topo-aware=compact -t 3 -o "$J/out.txt" job.sh) \
+  > "$J/sbatch.out" 2>&1
+rc=$?
+grep -qx 'TOPOSCOPE_STATUS=measured' "$J/batch.env" 2>/dev/null && [ "$(wc -l < "$J/rankfile")" = 8 ]
+ok $? "sbatch -N4 --topo-aware=compact: TOPOSCOPE_STATUS=measured, a rankfile of 8 ranks (job exit $rc)"
+{ cat "$J/batch.env" "$J/rankfile"; } 2>/dev/null | diag
+[ $rc -eq 0 ] || head -20 "$J/sbatch.out" "$J/out.txt" 2>/dev/null | diag
+
+# "R HOST CPU" per rank: from --report-bindings ("[HOST:PID] Rank R bound to package[0][core:C]",
+# or hwt:C: LSF's route binds hardware threads), and from a rankfile's "slot=P:C". One package
+# and one thread per core on the testbed's nodes, so core C, hwt C and CPU C are the same.
+placed() {
+  sed -n 's/^\[\([^:]*\):[0-9]*\] Rank \([0-9]*\) bound to package\[[0-9]*\]\[\(core\|hwt\):\([0-9,-]*\)\].*/\2 \1 \4/p' "$1" | sort -n
+}
+wanted() { sed -n 's/^rank \([0-9]*\)=\([^ ]*\) slot=[0-9]*:\(.*\)/\1 \2 \3/p' "$1" 2>/dev/null | sort -n; }
+follows() {   # OUTPUT RANKFILE: every rank where the rankfile puts it
+  local want got
+  want=$(wanted "$2") got=$(placed "$1" 2>/dev/null)
+  [ -n "$want" ] && [ "$want" = "$got" ] && grep -qx 'exit 0' "$1"
+}
+follows "$J/mapby.txt" "$J/rankfile"
+ok $? "mpirun --map-by rankfile:file=F, F the plugin's rankfile: every rank on the host and core it names"
+[ $tap_last_failed = 0 ] || head -20 "$J/mapby.txt" 2>/dev/null | diag
+follows "$J/mapby-reversed.txt" "$J/reversed"
+ok $? "mpirun --map-by rankfile:file=F, F its ranks reversed: every rank where F puts it"
+[ $tap_last_failed = 0 ] || head -20 "$J/mapby-reversed.txt" 2>/dev/null | diag
+follows "$J/lsf-reversed.txt" "$J/reversed"
+ok $? "plain mpirun, LSB_AFFINITY_HOSTFILE the reversed placement as 'HOST CPU' lines: every rank there"
+[ $tap_last_failed = 0 ] || head -20 "$J/lsf-reversed.txt" 2>/dev/null | diag
+if [ "$(wanted "$J/rankfile")" = "$(placed "$J/plain.txt" 2>/dev/null)" ]; then
+  echo "# a plain mpirun placed every rank where the plugin's rankfile does (followed or the default alike)"
+else
+  echo "# a plain mpirun did not place the ranks as the plugin's rankfile: $(placed "$J/plain.txt" | paste -sd' ' | cut -c1-120)"
+fi
+grep -qx 'exit 0' "$J/plain.txt" 2>/dev/null
+ok $? "a plain mpirun in the measured job runs (the plugin's exports do not break Open MPI 5)"
+[ $tap_last_failed = 0 ] || head -20 "$J/plain.txt" 2>/dev/null | diag
+
+# ---- down ---------------------------------------------------------------------------------------
+timeout 120 "$TB_DIR/down" > "$work/down.out" 2>&1
+rc=$?
+# every process whose root directory is the stack's root was started for the testbed
+left=$(for p in /proc/[0-9]*; do
+         [ "$(readlink "$p/root" 2>/dev/null)" = "$ROOT" ] && echo "${p#/proc/} $(tr '\0' ' ' < "$p/cmdline" 2>/dev/null)"
+       done)
+[ $rc -eq 0 ] && [ -z "$left" ] && [ -z "$(tb_namespaces)" ]
+ok $? "down leaves no namespace and no process running from the $STACK root"
+[ -z "$left" ] || echo "$left" | diag
+tap_end
