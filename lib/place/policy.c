@@ -13,7 +13,7 @@ static const char *const top_keys[] = { "name", "description", "placement", "mpi
                                         "anomaly", "drain", NULL };
 static const char *const placement_keys[] = { "kind", "block_size", "ranks_per_node",
                                               "ranks_per_core", "cpus_per_rank", NULL };
-static const char *const mpi_keys[] = { "export_mca", NULL };
+static const char *const mpi_keys[] = { "export_mca", "hydra", "intel_mpi", NULL };
 static const char *const measure_keys[] = { "time_budget_ms", NULL };
 static const char *const anomaly_keys[] = { "threshold_pct", "threshold_us", NULL };
 static const char *const drain_keys[] = { "jobs", "hours", NULL };
@@ -122,6 +122,33 @@ static int read_placement(policy_reader *r, int map, ts_policy *p)
     return TS_OK;
 }
 
+/* mpi: one switch per launcher. Each tells a launcher about the placement's files, so none
+ * can be on with kind: measure-only, which writes none (read_placement has set the kind). */
+static int read_mpi(policy_reader *r, int map, ts_policy *p)
+{
+    const struct {
+        const char *key, *needs;
+        int *out;
+    } launchers[] = {
+        {"export_mca", "a rankfile", &p->export_mca},
+        {"hydra", "a Hydra host file", &p->hydra},
+        {"intel_mpi", "a host file", &p->intel_mpi},
+    };
+    ts_ydoc *d = &r->doc;
+    for (size_t k = 0; k < sizeof launchers / sizeof launchers[0]; k++) {
+        int at = ts_ydoc_get(d, map, launchers[k].key), rc;
+        if (at < 0)
+            continue;
+        if ((rc = ts_ydoc_bool(d, at, launchers[k].key, launchers[k].out, r->err)))
+            return rc;
+        if (*launchers[k].out && p->kind == TS_PLACE_MEASURE_ONLY)
+            return ts_ydoc_fail(d, at, r->err, "'%s: true' needs %s, and kind: measure-only "
+                                "writes none (allowed here: false)", launchers[k].key,
+                                launchers[k].needs);
+    }
+    return TS_OK;
+}
+
 static int read_policy(policy_reader *r, ts_policy *p)
 {
     ts_ydoc *d = &r->doc;
@@ -152,13 +179,8 @@ static int read_policy(policy_reader *r, ts_policy *p)
                             "compact, spread, block, measure-only)");
     if ((rc = read_placement(r, placement, p)))
         return rc;
-    if (mpi >= 0 && (at = ts_ydoc_get(d, mpi, "export_mca")) >= 0) {
-        if ((rc = ts_ydoc_bool(d, at, "export_mca", &p->export_mca, r->err)))
-            return rc;
-        if (p->export_mca && p->kind == TS_PLACE_MEASURE_ONLY)
-            return ts_ydoc_fail(d, at, r->err, "'export_mca: true' needs a rankfile, and kind: "
-                                "measure-only writes none (allowed here: false)");
-    }
+    if (mpi >= 0 && (rc = read_mpi(r, mpi, p)))
+        return rc;
     if ((rc = get_num(r, measure, "time_budget_ms", 1, 600000, &p->time_budget_ms)) ||
         (rc = get_num(r, anomaly, "threshold_pct", 0.1, 10000, &p->anomaly_pct)) ||
         (rc = get_num(r, anomaly, "threshold_us", 0, 1e6, &p->anomaly_us)))

@@ -6,8 +6,10 @@
  *     ranks_per_node: 0      # at most this many ranks on a node (0: as many as its cores hold)
  *     ranks_per_core: 1      # ranks sharing one core (only with cpus_per_rank 1)
  *     cpus_per_rank: 1       # cores bound to each rank
- *   mpi:
- *     export_mca: true       # export OMPI_MCA_rmaps_rank_file_path
+ *   mpi:                     # which launchers the job's environment points at the placement
+ *     export_mca: true       # Open MPI 4 and 5: the rankfile (toposcope/mpienv.h)
+ *     hydra: false           # MPICH: HYDRA_HOST_FILE, HYDRA_BINDING
+ *     intel_mpi: false       # Intel MPI: I_MPI_HYDRA_HOST_FILE, I_MPI_PERHOST, I_MPI_PIN_*
  *   measure:
  *     time_budget_ms: 2000   # the prolog's hard measurement budget
  *   anomaly:
@@ -46,7 +48,11 @@ typedef struct ts_policy {
     int ranks_per_node;              /* 0 = no limit */
     int ranks_per_core;              /* >= 1 */
     int cpus_per_rank;               /* >= 1 */
-    int export_mca;
+    int export_mca;                  /* Open MPI: the rankfile for a plain mpirun */
+    int hydra;                       /* MPICH's Hydra: host file and binding; off by default, as
+                                        HYDRA_HOST_FILE replaces Slurm's nodes for every mpiexec
+                                        of the job */
+    int intel_mpi;                   /* Intel MPI's Hydra: host file, ranks per host, pinning */
     double time_budget_ms;
     double anomaly_pct;
     double anomaly_us;

@@ -22,6 +22,7 @@ static void test_shipped(void)
     ok(p.kind == TS_PLACE_COMPACT && p.export_mca && p.cpus_per_rank == 1 && p.ranks_per_core == 1,
        "compact: kind, export_mca, one core per rank");
     ok(!strcmp(p.name, "compact"), "named compact");
+    ok(!p.hydra && !p.intel_mpi, "compact: MPICH's and Intel MPI's variables off (they replace Slurm's node list)");
     ok(ts_policy_load(&p, "spread", policy_dirs, &err) == TS_OK && p.kind == TS_PLACE_SPREAD, "spread loads");
     ok(ts_policy_load(&p, "block", policy_dirs, &err) == TS_OK && p.kind == TS_PLACE_BLOCK && p.block_size == 8,
        "block loads with block_size 8");
@@ -49,6 +50,7 @@ static void test_defaults(void)
     ok(!strcmp(p.name, "mine"), "the name defaults to the file's (%s)", p.name);
     ok(p.ranks_per_node == 0 && p.ranks_per_core == 1 && p.cpus_per_rank == 1 && !p.export_mca && !p.drain,
        "placement defaults: no node limit, 1 rank per core, 1 core per rank, no MCA export, no drain");
+    ok(!p.hydra && !p.intel_mpi, "no launcher but Open MPI's by default: hydra and intel_mpi off");
     is_num(p.anomaly_pct, 25, 0, "anomaly default 25%%");
     text = "name: wide\nplacement:\n  kind: compact\n  cpus_per_rank: 4\n  ranks_per_node: 8\nmpi: {export_mca: false}\n"
            "measure: {time_budget_ms: 500.5}\nanomaly: {threshold_pct: 10, threshold_us: 0}\ndrain: {jobs: 1, hours: 0.5}\n";
@@ -56,6 +58,14 @@ static void test_defaults(void)
     ok(p.cpus_per_rank == 4 && p.ranks_per_node == 8 && !p.export_mca && p.time_budget_ms == 500.5 &&
        p.anomaly_pct == 10 && p.anomaly_us == 0 && p.drain_jobs == 1 && p.drain_hours == 0.5, "all read back");
     ok(!strcmp(p.name, "wide"), "name: wins over the file name");
+    text = "placement: {kind: block, block_size: 4}\nmpi: {hydra: true}\n";
+    ok(ts_policy_parse(&p, text, strlen(text), "h.yaml", &err) == TS_OK && p.hydra && !p.intel_mpi && !p.export_mca,
+       "mpi.hydra alone: MPICH on, the others stay off %s", err.text);
+    text = "placement: {kind: spread}\nmpi:\n  export_mca: true\n  hydra: false\n  intel_mpi: true\n";
+    ok(ts_policy_parse(&p, text, strlen(text), "i.yaml", &err) == TS_OK && p.export_mca && !p.hydra && p.intel_mpi,
+       "mpi: export_mca, hydra: false and intel_mpi read back %s", err.text);
+    text = "placement: {kind: measure-only}\nmpi: {export_mca: false, hydra: false, intel_mpi: false}\n";
+    ok(ts_policy_parse(&p, text, strlen(text), "m.yaml", &err) == TS_OK, "measure-only takes every launcher off %s", err.text);
     text = "placement: {kind: compact, ranks_per_core: 2}\n";
     ok(ts_policy_parse(&p, text, strlen(text), "x.yaml", &err) == TS_OK && p.ranks_per_core == 2, "two ranks per core");
 }
@@ -83,6 +93,10 @@ static void test_broken(void)
         { "bad-block-zero.yaml", "bad-block-zero.yaml:3:15", { "'block_size' must be an integer from 1 to 65536", "got '0'" } },
         { "bad-export-type.yaml", "bad-export-type.yaml:4:15", { "'export_mca' must be true or false", "got 'yes'" } },
         { "bad-export-measure-only.yaml", "bad-export-measure-only.yaml:4:15", { "needs a rankfile", "allowed here: false" } },
+        { "bad-hydra-type.yaml", "bad-hydra-type.yaml:4:10", { "'hydra' must be true or false", "got '1'" } },
+        { "bad-intel-type.yaml", "bad-intel-type.yaml:5:14", { "'intel_mpi' must be true or false", "got 'true'" } },
+        { "bad-hydra-measure-only.yaml", "bad-hydra-measure-only.yaml:4:10", { "'hydra: true' needs a Hydra host file", "allowed here: false" } },
+        { "bad-mpi-key.yaml", "bad-mpi-key.yaml:5:3", { "unknown key 'mpich' in 'mpi'", "allowed: export_mca, hydra, intel_mpi" } },
         { "bad-measure-only-cpus.yaml", "bad-measure-only-cpus.yaml:3:18", { "'cpus_per_rank' has no effect with kind: measure-only", "allowed there: kind" } },
         { "bad-budget-range.yaml", "bad-budget-range.yaml:4:19", { "'time_budget_ms' must be a number from 1 to 600000", "got '0'" } },
         { "bad-pct-type.yaml", "bad-pct-type.yaml:4:18", { "'threshold_pct' must be a number from 0.1 to 10000", "got '25%'" } },
