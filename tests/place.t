@@ -40,6 +40,24 @@ ok $? "spread: hostfile line r names rankfile rank r's host"
 grep -q "^rank 16=node1 slot=1:0$" "$tmp/compact/rankfile"; ok $? "compact: rank 16 opens package 1"
 grep -q "OMPI_MCA_rmaps_rank_file_path=$(cd "$tmp/compact" && pwd -P)/rankfile" "$tmp/compact/hints.env"
 ok $? "compact exports the rankfile to Open MPI through hints.env"
+grep -q "PRTE_MCA_rmaps_default_mapping_policy=rankfile:file=$(cd "$tmp/compact" && pwd -P)/rankfile" "$tmp/compact/hints.env"
+ok $? "and to Open MPI 5 (PRRTE's mapping policy)"
+[ ! -e "$tmp/compact/hydra-hosts" ] && ! grep -q '^HYDRA_\|^I_MPI_' "$tmp/compact/hints.env"
+ok $? "compact (hydra, intel_mpi off): no Hydra host file, no MPICH or Intel MPI variable"
+
+# MPICH and Intel MPI when a policy asks: 16 ranks, 2 per node, on 8 nodes of 2-PU cores.
+printf 'placement: {kind: compact, ranks_per_node: 2}\nmpi: {hydra: true, intel_mpi: true}\n' > "$tmp/hydra.yaml"
+"$bin" place --tree $tree --hwloc-xml $xml --policy "$tmp/hydra.yaml" --ranks 16 --out "$tmp/hydra" --no-svg > "$tmp/log" 2>&1
+ok $? "place with mpi: {hydra: true, intel_mpi: true}"
+[ "$(paste -sd' ' "$tmp/hydra/hydra-hosts")" = "node1:2 node2:2 node3:2 node4:2 node5:2 node6:2 node7:2 node8:2" ]
+ok $? "hydra-hosts: HOST:2 per node, in rank order"
+hydra_dir=$(cd "$tmp/hydra" && pwd -P)
+grep -qx "HYDRA_HOST_FILE=$hydra_dir/hydra-hosts" "$tmp/hydra/hints.env" &&
+  grep -qx 'HYDRA_BINDING=user:0+1,2+3' "$tmp/hydra/hints.env" &&
+  grep -qx "I_MPI_HYDRA_HOST_FILE=$hydra_dir/hostfile" "$tmp/hydra/hints.env" && grep -qx 'I_MPI_PERHOST=2' "$tmp/hydra/hints.env"
+ok $? "hints.env: HYDRA_HOST_FILE, HYDRA_BINDING (both PUs of each core), I_MPI_HYDRA_HOST_FILE, I_MPI_PERHOST"
+! grep -q '^I_MPI_PIN_PROCESSOR_LIST' "$tmp/hydra/hints.env" && grep -q 'note: I_MPI_PIN_PROCESSOR_LIST left out: rank 0 has CPUs 0+1' "$tmp/log"
+ok $? "no Intel pin list for two-PU ranks, and a note on stderr says why"
 
 "$bin" place --tree $tree --hwloc-xml $xml --policy measure-only --out "$tmp/mo" --no-svg > "$tmp/log" 2>&1
 ok $? "place --policy measure-only"

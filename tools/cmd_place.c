@@ -17,6 +17,7 @@
 #include "toposcope/hwtree.h"
 #include "toposcope/jobplace.h"
 #include "toposcope/model.h"
+#include "toposcope/mpiplan.h"
 #include "toposcope/place.h"
 #include "toposcope/policy.h"
 #include "toposcope/treeyaml.h"
@@ -277,10 +278,10 @@ static int load_hwloc(const place_options *o, const ts_fabric *f, hw_set *s)
 
 /* ---- outputs: written aside, renamed together ---- */
 
-enum { OUT_RANKFILE, OUT_HOSTFILE, OUT_MACHINEFILE, OUT_HINTS, OUT_ENV, OUT_TOPOCONF, OUT_TXT,
-       OUT_DOT, OUT_SVG, OUT_COUNT };
+enum { OUT_RANKFILE, OUT_HOSTFILE, OUT_MACHINEFILE, OUT_HYDRA, OUT_HINTS, OUT_ENV, OUT_TOPOCONF,
+       OUT_TXT, OUT_DOT, OUT_SVG, OUT_COUNT };
 static const char *const out_names[OUT_COUNT] = { "rankfile", "hostfile", "machinefile",
-                                                  "hints.yaml", "hints.env", "topology.conf",
+                                                  TS_MPI_HYDRA_HOSTS_FILE, "hints.yaml", "hints.env", "topology.conf",
                                                   "tree.txt", "tree.dot", "tree.svg" };
 
 typedef struct outputs {
@@ -353,6 +354,7 @@ typedef struct placed {
     ts_placement *pl;
     ts_groups *g;
     ts_policy *policy;
+    const ts_mpi_plan *mpi;
 } placed;
 
 static int write_outputs(const place_options *o, outputs *w, const placed *P)
@@ -370,7 +372,8 @@ static int write_outputs(const place_options *o, outputs *w, const placed *P)
     }
     ts_emit_paths paths = { w->final[OUT_HINTS], has_ranks ? w->final[OUT_RANKFILE] : NULL,
                             has_ranks ? w->final[OUT_HOSTFILE] : NULL,
-                            has_ranks ? w->final[OUT_MACHINEFILE] : NULL };
+                            has_ranks ? w->final[OUT_MACHINEFILE] : NULL,
+                            has_ranks && P->policy->hydra ? w->final[OUT_HYDRA] : NULL };
     FILE *f;
     int env_member = o->env_rank < P->g->nmembers ? o->env_rank : 0;
 #define WRITE(k, call)                                       \
@@ -383,8 +386,10 @@ static int write_outputs(const place_options *o, outputs *w, const placed *P)
         WRITE(OUT_HOSTFILE, ts_emit_hostfile(P->pl, f));
         WRITE(OUT_MACHINEFILE, ts_emit_machinefile(P->pl, f));
     }
+    if (paths.hydra_hosts)
+        WRITE(OUT_HYDRA, ts_emit_hydra_hosts(P->pl, f));
     WRITE(OUT_HINTS, ts_emit_hints_yaml(P->h, P->pl, P->g, P->policy, f));
-    WRITE(OUT_ENV, ts_emit_hints_env(P->h, P->pl, P->g, P->policy, &paths, env_member, f));
+    WRITE(OUT_ENV, ts_emit_hints_env(P->h, P->pl, P->g, P->policy, &paths, P->mpi, env_member, f));
     WRITE(OUT_TOPOCONF, ts_fabric_write_topology_conf(P->tree, f));
     WRITE(OUT_TXT, ts_emit_tree_text(P->h, P->pl, f));
     WRITE(OUT_DOT, ts_emit_tree_dot(P->h, P->pl, f));
@@ -427,6 +432,7 @@ int cmd_place(int argc, char **argv)
     ts_fabric tree;
     ts_model_params params;
     hw_set hw = { 0 };
+    ts_mpi_plan mpi = { 0 };
     ts_job_placement jp;
     memset(&jp, 0, sizeof jp);
     ts_hierarchy *h = &jp.hier;
@@ -474,7 +480,15 @@ int cmd_place(int argc, char **argv)
         cli_error("place", "cannot create %s: %s", o.out, strerror(errno));
         goto out;
     }
-    placed P = { &tree, h, pl, g, &policy };
+    /* what the MPI launchers the policy names can be told of this placement, and what not */
+    char note[1024];
+    if ((rc = ts_mpi_plan_make(&mpi, pl, &policy, note, sizeof note, &err)) != TS_OK) {
+        cli_error("place", "%s", err.text);
+        goto out;
+    }
+    if (note[0])
+        fprintf(stderr, "toposcope place: note: %s\n", note);
+    placed P = { &tree, h, pl, g, &policy, &mpi };
     if (write_outputs(&o, &w, &P) != 0)
         goto out;
     if (pl->nranks > 0)
@@ -486,6 +500,7 @@ int cmd_place(int argc, char **argv)
     status = CLI_OK;
 out:
     out_discard(&w);
+    ts_mpi_plan_free(&mpi);
     ts_job_placement_free(&jp);
     hw_set_free(&hw);
     ts_fabric_free(&tree);

@@ -172,6 +172,25 @@ int ts_emit_machinefile(const ts_placement *pl, FILE *out)
     return ob_close(o);
 }
 
+/* MPICH's Hydra gives the first n ranks to a line's host, the next to the next line's, and
+ * starts one proxy per line: a line per run of consecutive ranks on one node keeps rank order. */
+int ts_emit_hydra_hosts(const ts_placement *pl, FILE *out)
+{
+    outbuf *o = ob_open(out);
+    if (!o)
+        return TS_ENOMEM;
+    for (int r = 0, run = 1; r < pl->nranks; r++, run++) {
+        if (r + 1 < pl->nranks && pl->rank[r + 1].node == pl->rank[r].node)
+            continue;
+        ob_str(o, node_name(pl->h, pl->rank[r].node));
+        ob_str(o, ":");
+        ob_int(o, run);
+        ob_str(o, "\n");
+        run = 0;
+    }
+    return ob_close(o);
+}
+
 /* ---- hints ---- */
 
 static void rank_cpus(const ts_placement *pl, int r, char *buf, size_t max)
@@ -298,7 +317,8 @@ static void env_to_file(void *out, const char *key, const char *value)
 }
 
 int ts_emit_hints_env(const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
-                      const ts_policy *p, const ts_emit_paths *paths, int rank, FILE *out)
+                      const ts_policy *p, const ts_emit_paths *paths, const ts_mpi_plan *mpi,
+                      int rank, FILE *out)
 {
     char cpus[1024];
     fprintf(out, "# toposcope: the environment of %s %d (hints.yaml has every %s)\n",
@@ -330,8 +350,10 @@ int ts_emit_hints_env(const ts_hierarchy *h, const ts_placement *pl, const ts_gr
         e.leader = g->leader + (size_t)rank * g->nlevels;
     }
     ts_hints_env_each(&e, env_to_file, out);
-    if (p->export_mca && paths && paths->rankfile)
-        ts_emit_env_line(out, "OMPI_MCA_rmaps_rank_file_path", paths->rankfile);
+    if (mpi && paths) {
+        ts_mpi_paths files = {paths->rankfile, paths->hostfile, paths->hydra_hosts};
+        ts_mpi_env_each(mpi, &files, env_to_file, out);
+    }
     return ferror(out) ? TS_ESYS : TS_OK;
 }
 

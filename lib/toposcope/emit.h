@@ -4,10 +4,12 @@
  *                 logical) or "slot=P:C-D" for a rank with several cores
  *   hostfile      one host per rank, in rank order (srun -m arbitrary, SLURM_HOSTFILE)
  *   machinefile   "HOST:COUNT" per node in hierarchy order
+ *   hydra-hosts   "HOST:COUNT" per run of consecutive ranks on one node, in rank order: MPICH's
+ *                 Hydra host file (toposcope/mpiplan.h)
  *   hints.yaml    levels (name, depth, groups, LogP), and per rank its node, slot, CPUs, group id
  *                 at every level and whether it leads that group (per node for measure-only)
- *   hints.env     the environment of one rank (TOPOSCOPE_*; OMPI_MCA_rmaps_rank_file_path when
- *                 the policy exports it)
+ *   hints.env     the environment of one rank (TOPOSCOPE_*, and the MPI launchers' variables
+ *                 the policy asks for: toposcope/mpienv.h)
  *   tree.txt      the hierarchy as indented text (like lstopo's) with the ranks under each vertex
  *   tree.dot      Graphviz; inside nodes only when the hierarchy is small
  *
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include "toposcope/groups.h"
 #include "toposcope/hier.h"
+#include "toposcope/mpienv.h"
 #include "toposcope/place.h"
 #include "toposcope/policy.h"
 
@@ -27,17 +30,20 @@
 
 /* Absolute paths of the files hints.env points at (NULL: not written). */
 typedef struct ts_emit_paths {
-    const char *hints, *rankfile, *hostfile, *machinefile;
+    const char *hints, *rankfile, *hostfile, *machinefile, *hydra_hosts;
 } ts_emit_paths;
 
 int ts_emit_rankfile(const ts_placement *pl, FILE *out);
 int ts_emit_hostfile(const ts_placement *pl, FILE *out);
 int ts_emit_machinefile(const ts_placement *pl, FILE *out);
+int ts_emit_hydra_hosts(const ts_placement *pl, FILE *out);
 int ts_emit_hints_yaml(const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
                        const ts_policy *p, FILE *out);
-/* The environment of member `rank` (a rank, or a node for measure-only); paths may be NULL. */
+/* The environment of member `rank` (a rank, or a node for measure-only); paths may be NULL,
+ * and mpi (the launchers' plan, toposcope/mpiplan.h) too: then no launcher's variable. */
 int ts_emit_hints_env(const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
-                      const ts_policy *p, const ts_emit_paths *paths, int rank, FILE *out);
+                      const ts_policy *p, const ts_emit_paths *paths, const ts_mpi_plan *mpi,
+                      int rank, FILE *out);
 int ts_emit_tree_text(const ts_hierarchy *h, const ts_placement *pl, FILE *out);
 int ts_emit_tree_dot(const ts_hierarchy *h, const ts_placement *pl, FILE *out);
 

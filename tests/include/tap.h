@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
+#include <string.h>
 
 static int tap_n, tap_failed;
 
@@ -46,6 +47,18 @@ static inline void diag(const char *fmt, ...)
 #define is_num(got, want, tol, ...) \
     (ok(fabs((double)(got) - (double)(want)) <= (tol), __VA_ARGS__) ? 1 : \
      (diag("  got %g, want %g (tolerance %g)", (double)(got), (double)(want), (double)(tol)), 0))
+/* Strings equal (NULL equal only to NULL); both shown when not. */
+static inline int tap_same_str(const char *got, const char *want)
+{
+    return got && want ? strcmp(got, want) == 0 : got == want;
+}
+static inline void tap_str_diag(const char *got, const char *want)
+{
+    diag("  got  \"%s\"", got ? got : "(null)");
+    diag("  want \"%s\"", want ? want : "(null)");
+}
+#define is_str(got, want, ...) \
+    (ok(tap_same_str((got), (want)), __VA_ARGS__) ? 1 : (tap_str_diag((got), (want)), 0))
 
 static inline int done_testing(void)
 {

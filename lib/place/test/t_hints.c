@@ -160,7 +160,7 @@ static void test_env(void)
     char *env = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&env, &len);
-    ts_emit_hints_env(&s.h, &s.pl, &s.g, &p, NULL, 6, f);
+    ts_emit_hints_env(&s.h, &s.pl, &s.g, &p, NULL, NULL, 6, f);
     fclose(f);
     ok(strstr(env, mine) != NULL, "hints.env of rank 6 has exactly these lines");
     free(env);

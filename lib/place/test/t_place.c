@@ -12,6 +12,7 @@
 #include "toposcope/treeyaml.h"
 #include "placeset.h"
 #include "toposcope/jobplace.h"
+#include "toposcope/mpiplan.h"
 
 static const char *two_leaves =
     "SwitchName=top Switches=leafa,leafb\nSwitchName=leafa Nodes=n[1-2]\nSwitchName=leafb Nodes=n[3-4]\n";
@@ -380,14 +381,21 @@ static void test_emitters(void)
        "and per rank its groups and leadership");
     free(buf);
     f = open_memstream(&buf, &len);
-    ts_emit_paths paths = { "/o/hints.yaml", "/o/rankfile", "/o/hostfile", "/o/machinefile" };
+    ts_emit_paths paths = { "/o/hints.yaml", "/o/rankfile", "/o/hostfile", "/o/machinefile", NULL };
     p.export_mca = 1;
-    ts_emit_hints_env(&s.h, &s.pl, &s.g, &p, &paths, 4, f);
+    ts_mpi_plan mpi;
+    char note[256];
+    ts_mpi_plan_make(&mpi, &s.pl, &p, note, sizeof note, &err);
+    ts_emit_hints_env(&s.h, &s.pl, &s.g, &p, &paths, &mpi, 4, f);
     fclose(f);
     ok(strstr(buf, "TOPOSCOPE_RANK=4\n") && strstr(buf, "TOPOSCOPE_NODE=n1\n") && strstr(buf, "TOPOSCOPE_GROUP_LEAF=0\n") &&
            strstr(buf, "TOPOSCOPE_LEADER_NODE=0\n") && strstr(buf, "TOPOSCOPE_CPUS=1\n"),
        "hints.env for rank 4: its node, CPUs, groups and leadership");
     ok(strstr(buf, "OMPI_MCA_rmaps_rank_file_path=/o/rankfile\n") != NULL, "and the MCA variable when the policy exports it");
+    ok(strstr(buf, "PRTE_MCA_rmaps_default_mapping_policy=rankfile:file=/o/rankfile\n") != NULL,
+       "and Open MPI 5's (PRRTE's mapping policy with the rankfile)");
+    ok(!strstr(buf, "HYDRA_") && !strstr(buf, "I_MPI_"), "but not MPICH's nor Intel MPI's, which the policy leaves off");
+    ts_mpi_plan_free(&mpi);
     free(buf);
     f = open_memstream(&buf, &len);
     ts_emit_tree_text(&s.h, &s.pl, f);

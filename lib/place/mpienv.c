@@ -1,0 +1,45 @@
+/* toposcope — the environment that points an MPI launcher at a placement (see mpienv.h).
+ * Linked into the SPANK plugin: libc only, no placement. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "toposcope/mpienv.h"
+
+/* path, or NULL when there is none or it is too long to pass on whole */
+static const char *usable(const char *path)
+{
+    return path && strnlen(path, TS_MPI_PATH_MAX) < TS_MPI_PATH_MAX ? path : NULL;
+}
+
+void ts_mpi_env_each(const ts_mpi_plan *plan, const ts_mpi_paths *paths, ts_env_setter set,
+                     void *ctx)
+{
+    char value[TS_MPI_PATH_MAX + sizeof TS_MPI_PRTE_RANKFILE];
+    const char *rankfile = usable(paths->rankfile), *hostfile = usable(paths->hostfile);
+    const char *hydra_hosts = usable(paths->hydra_hosts);
+    if (plan->open_mpi && rankfile) {
+        set(ctx, TS_MPI_ENV_OMPI4, rankfile);
+        snprintf(value, sizeof value, "%s%s", TS_MPI_PRTE_RANKFILE, rankfile);
+        set(ctx, TS_MPI_ENV_PRTE, value);
+    }
+    if (plan->hydra && hydra_hosts) {
+        set(ctx, TS_MPI_ENV_HYDRA_HOSTS, hydra_hosts);
+        if (plan->hydra_binding)
+            set(ctx, TS_MPI_ENV_HYDRA_BINDING, plan->hydra_binding);
+    }
+    /* without its ranks per host Intel MPI would deal the ranks its own way: all or nothing */
+    if (plan->intel_mpi && hostfile && plan->intel_perhost > 0) {
+        set(ctx, TS_MPI_ENV_INTEL_HOSTS, hostfile);
+        snprintf(value, sizeof value, "%d", plan->intel_perhost);
+        set(ctx, TS_MPI_ENV_INTEL_PERHOST, value);
+        if (plan->intel_pin)
+            set(ctx, TS_MPI_ENV_INTEL_PIN, plan->intel_pin);
+    }
+}
+
+void ts_mpi_plan_free(ts_mpi_plan *plan)
+{
+    free(plan->hydra_binding);
+    free(plan->intel_pin);
+    plan->hydra_binding = plan->intel_pin = NULL;
+}

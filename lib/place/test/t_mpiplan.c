@@ -1,0 +1,211 @@
+/* What the MPI launchers are told of a placement: 2 nodes x 2 ranks on known cores under
+ * compact and spread, with one PU per core and with two, and a block placement Intel MPI cannot
+ * express: the Hydra host file, HYDRA_BINDING (by process of each host-file line),
+ * I_MPI_PERHOST and I_MPI_PIN_PROCESSOR_LIST, what is left out and why, and the variables
+ * ts_mpi_env_each sets for Open MPI 4 and 5, MPICH and Intel MPI. */
+#include <stdlib.h>
+#include <string.h>
+#include "tap.h"
+#include "placeset.h"
+#include "toposcope/emit.h"
+#include "toposcope/mpiplan.h"
+
+static const char *two_nodes = "SwitchName=s Nodes=n[1-2]\n";
+static const char *two_leaves =
+    "SwitchName=top Switches=leafa,leafb\nSwitchName=leafa Nodes=n[1-2]\nSwitchName=leafb Nodes=n[3-4]\n";
+
+static char *emit_text(int (*emit)(const ts_placement *, FILE *), const ts_placement *pl)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    emit(pl, f);
+    fclose(f);
+    return buf;
+}
+
+/* "KEY=VALUE\n" per variable, in the order ts_mpi_env_each sets them */
+static void collect(void *ctx, const char *key, const char *value)
+{
+    FILE *f = ctx;
+    fprintf(f, "%s=%s\n", key, value);
+}
+
+static char *env_text(const ts_mpi_plan *plan, const ts_mpi_paths *paths)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ts_mpi_env_each(plan, paths, collect, f);
+    fclose(f);
+    return buf;
+}
+
+static const ts_mpi_paths job_files = {"/j/rankfile", "/j/hostfile", "/j/hydra-hosts"};
+
+/* Place nranks under p on the fabric's nodes of xml, every launcher on; the plan and note. */
+static int plan_for(setup *s, const char *conf, const char *xml, ts_policy *p, int nranks,
+                    ts_mpi_plan *plan, char *note, size_t max)
+{
+    p->export_mca = p->hydra = p->intel_mpi = 1;
+    run(s, conf, xml, p, nranks);
+    ts_error err = {{0}};
+    if (s->rc != TS_OK) {
+        diag("placement: %s", s->err.text);
+        return s->rc;
+    }
+    return ts_mpi_plan_make(plan, &s->pl, p, note, max, &err);
+}
+
+static void test_compact_one_pu(void)
+{
+    setup s;
+    ts_mpi_plan plan;
+    char note[512];
+    ts_policy p = policy(TS_PLACE_COMPACT, 0, 1, 1, 2);
+    ok(plan_for(&s, two_nodes, "1pack-4core.xml", &p, 4, &plan, note, sizeof note) == TS_OK,
+       "compact, 2 ranks per node: 4 ranks on 2 nodes of 4 single-PU cores, planned");
+    char *hosts = emit_text(ts_emit_hostfile, &s.pl);
+    is_str(hosts, "n1\nn1\nn2\nn2\n", "compact fills n1 (ranks 0, 1), then n2 (ranks 2, 3)");
+    free(hosts);
+    char *hydra = emit_text(ts_emit_hydra_hosts, &s.pl);
+    is_str(hydra, "n1:2\nn2:2\n", "Hydra host file: one line per run of ranks on a node");
+    free(hydra);
+    is_str(plan.hydra_binding, "user:0,1", "HYDRA_BINDING: process 0 of each line on PU 0, process 1 on PU 1");
+    is_int(plan.intel_perhost, 2, "I_MPI_PERHOST=2: two consecutive ranks per host");
+    is_str(plan.intel_pin, "0,1", "I_MPI_PIN_PROCESSOR_LIST: the k-th rank of a host on PU k");
+    is_str(note, "", "nothing left out");
+    char *env = env_text(&plan, &job_files);
+    is_str(env,
+           "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\n"
+           "PRTE_MCA_rmaps_default_mapping_policy=rankfile:file=/j/rankfile\n"
+           "HYDRA_HOST_FILE=/j/hydra-hosts\n"
+           "HYDRA_BINDING=user:0,1\n"
+           "I_MPI_HYDRA_HOST_FILE=/j/hostfile\n"
+           "I_MPI_PERHOST=2\n"
+           "I_MPI_PIN_PROCESSOR_LIST=0,1\n",
+           "the variables for Open MPI 4 and 5, MPICH and Intel MPI");
+    free(env);
+    ts_mpi_plan_free(&plan);
+    done(&s);
+}
+
+static void test_compact_two_pus(void)
+{
+    setup s;
+    ts_mpi_plan plan;
+    char note[512];
+    ts_policy p = policy(TS_PLACE_COMPACT, 0, 1, 1, 2);
+    ok(plan_for(&s, two_nodes, "2pack-2numa-8core-ht.xml", &p, 4, &plan, note, sizeof note) == TS_OK,
+       "compact, 2 ranks per node: 4 ranks on 2 nodes of 2-PU cores, planned");
+    is_str(plan.hydra_binding, "user:0+1,2+3", "HYDRA_BINDING: a core's two PUs joined by '+'");
+    is_int(plan.intel_perhost, 2, "I_MPI_PERHOST=2");
+    ok(plan.intel_pin == NULL, "no I_MPI_PIN_PROCESSOR_LIST: it pins a rank to one CPU");
+    ok(strstr(note, "I_MPI_PIN_PROCESSOR_LIST left out: rank 0 has CPUs 0+1") != NULL, "the note says why: %s", note);
+    char *env = env_text(&plan, &job_files);
+    ok(strstr(env, "I_MPI_PERHOST=2\n") && !strstr(env, "I_MPI_PIN_PROCESSOR_LIST"),
+       "Intel MPI gets its host file and ranks per host, no pin list");
+    free(env);
+    ts_mpi_plan_free(&plan);
+    done(&s);
+}
+
+static void test_spread(void)
+{
+    setup s;
+    ts_mpi_plan plan;
+    char note[512];
+    ts_policy p = policy(TS_PLACE_SPREAD, 0, 1, 1, 0);
+    ok(plan_for(&s, two_nodes, "1pack-4core.xml", &p, 4, &plan, note, sizeof note) == TS_OK,
+       "spread: 4 ranks on 2 nodes of 4 single-PU cores, planned");
+    char *hydra = emit_text(ts_emit_hydra_hosts, &s.pl);
+    is_str(hydra, "n1:1\nn2:1\nn1:1\nn2:1\n", "Hydra host file: ranks alternate, one line each");
+    free(hydra);
+    ok(plan.hydra_binding == NULL, "no HYDRA_BINDING: ranks 0 and 2 are each process 0 of a line, on PUs 0 and 1");
+    ok(strstr(note, "HYDRA_BINDING left out: ranks 0 (n1) and 2 (n1) are each process 0 of their Hydra "
+                    "host-file line but have CPUs 0 and 1") != NULL, "the note names both ranks: %s", note);
+    ok(strstr(note, "n1 is on several lines of the Hydra host file (again from rank 2)") != NULL,
+       "and that MPICH will take n1's lines for separate nodes");
+    is_int(plan.intel_perhost, 1, "Intel MPI can deal it: I_MPI_PERHOST=1 over n1, n2");
+    is_str(plan.intel_pin, "0,1", "its pin list is per host: ranks 0, 2 of n1 (and 1, 3 of n2) on PUs 0, 1");
+    char *env = env_text(&plan, &job_files);
+    ok(strstr(env, "HYDRA_HOST_FILE=/j/hydra-hosts\n") && !strstr(env, "HYDRA_BINDING"),
+       "MPICH still gets the host file, without a binding");
+    free(env);
+    ts_mpi_plan_free(&plan);
+    done(&s);
+}
+
+static void test_block_not_for_intel(void)
+{
+    setup s;
+    ts_mpi_plan plan;
+    char note[512];
+    ts_policy p = policy(TS_PLACE_BLOCK, 3, 1, 1, 0);
+    ok(plan_for(&s, two_leaves, "1pack-4core.xml", &p, 9, &plan, note, sizeof note) == TS_OK,
+       "block of 3: 9 ranks on two leaves of 2 nodes, planned");
+    char *hosts = emit_text(ts_emit_hostfile, &s.pl);
+    is_str(hosts, "n1\nn1\nn1\nn3\nn3\nn3\nn1\nn2\nn2\n", "blocks: n1 0-2, n3 3-5, then n1 6 and n2 7-8");
+    free(hosts);
+    is_int(plan.intel_perhost, 0, "no I_MPI_PERHOST deals that");
+    ok(plan.intel_pin == NULL, "nor a pin list");
+    ok(strstr(note, "Intel MPI's variables left out: rank 6 is on n1, where I_MPI_PERHOST=3 over the hosts in "
+                    "the order of their first rank would put it on n2") != NULL, "the note says where it breaks: %s", note);
+    char *env = env_text(&plan, &job_files);
+    ok(!strstr(env, "I_MPI_"), "Intel MPI gets nothing rather than a wrong placement");
+    free(env);
+    char *hydra = emit_text(ts_emit_hydra_hosts, &s.pl);
+    is_str(hydra, "n1:3\nn3:3\nn1:1\nn2:2\n", "the Hydra host file keeps the rank order");
+    free(hydra);
+    ts_mpi_plan_free(&plan);
+    done(&s);
+}
+
+static void test_policy_switches(void)
+{
+    setup s;
+    ts_mpi_plan plan;
+    char note[512];
+    ts_error err = {{0}};
+    ts_policy p = policy(TS_PLACE_COMPACT, 0, 1, 1, 0);
+    run(&s, two_nodes, "1pack-4core.xml", &p, 4);
+    ok(ts_mpi_plan_make(&plan, &s.pl, &p, note, sizeof note, &err) == TS_OK && !plan.open_mpi &&
+       !plan.hydra && !plan.intel_mpi && !plan.hydra_binding && !plan.intel_pin,
+       "the default policy: no launcher");
+    char *env = env_text(&plan, &job_files);
+    is_str(env, "", "and no variable");
+    free(env);
+    p.export_mca = 1;
+    ts_mpi_plan_make(&plan, &s.pl, &p, note, sizeof note, &err);
+    env = env_text(&plan, &job_files);
+    is_str(env, "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\n"
+                "PRTE_MCA_rmaps_default_mapping_policy=rankfile:file=/j/rankfile\n",
+           "export_mca alone: Open MPI 4's and 5's variables only");
+    free(env);
+    p.hydra = 1;
+    ts_mpi_plan_make(&plan, &s.pl, &p, note, sizeof note, &err);
+    ts_mpi_paths no_hydra_file = {"/j/rankfile", "/j/hostfile", NULL};
+    env = env_text(&plan, &no_hydra_file);
+    ok(!strstr(env, "HYDRA_"), "no Hydra host file written: no HYDRA_ variable");
+    free(env);
+    ts_mpi_plan_free(&plan);
+    done(&s);
+
+    ts_policy m = policy(TS_PLACE_MEASURE_ONLY, 0, 1, 1, 0);
+    run(&s, two_nodes, "1pack-4core.xml", &m, 0);
+    m.hydra = 1;                          /* the parser refuses it; the plan never trusts that */
+    ok(ts_mpi_plan_make(&plan, &s.pl, &m, note, sizeof note, &err) == TS_OK && !plan.hydra && !plan.open_mpi,
+       "no ranks placed: nothing for any launcher");
+    ts_mpi_plan_free(&plan);
+    done(&s);
+}
+
+int main(void)
+{
+    test_compact_one_pu();
+    test_compact_two_pus();
+    test_spread();
+    test_block_not_for_intel();
+    test_policy_switches();
+    return done_testing();
+}
