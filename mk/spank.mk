@@ -11,7 +11,7 @@ PREFIX      ?= /usr/local
 LIBEXECDIR  ?= $(PREFIX)/libexec/toposcope
 DATADIR     ?= $(PREFIX)/share/toposcope
 SPANK_SO    := $(BUILD)/lib/spank_toposcope.so
-SPANK_LIBSRC := lib/place/hints_read.c lib/util/ydoc.c lib/util/error.c lib/util/hostlist.c \
+SPANK_LIBSRC := lib/place/hints_read.c lib/place/mpienv.c lib/util/ydoc.c lib/util/error.c lib/util/hostlist.c \
                 lib/util/textout.c lib/site/siteconf.c lib/site/spool.c lib/site/userfile.c
 SPANK_LIBOBJ := $(SPANK_LIBSRC:%.c=$(BUILD)/obj-spank/%.o)
 SPANK_CFLAGS = $(ALL_CFLAGS) -fPIC -DTOPOSCOPE_LIBEXECDIR='"$(LIBEXECDIR)"' -DTOPOSCOPE_DATADIR='"$(DATADIR)"'

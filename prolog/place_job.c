@@ -15,6 +15,7 @@
 #include "toposcope/jobplace.h"
 #include "toposcope/measure.h"
 #include "toposcope/model.h"
+#include "toposcope/mpiplan.h"
 #include "toposcope/place.h"
 #include "toposcope/policy.h"
 #include "toposcope/treeyaml.h"
@@ -32,7 +33,8 @@ static int job_dir_open(const place_job_request *r, ts_error *err)
 
 /* status.yaml as the agents wrote it, plus the placement's outcome. */
 static int status_append(const place_job_request *r, int dirfd, const char *outcome,
-                         const char *policy, int export_mca, const char *reason, ts_error *err)
+                         const char *policy, const ts_mpi_plan *mpi, const char *reason,
+                         ts_error *err)
 {
     size_t len = 0;
     char *old = NULL, *s = NULL;
@@ -48,7 +50,7 @@ static int status_append(const place_job_request *r, int dirfd, const char *outc
     if (old)
         fwrite(old, 1, len, m);
     free(old);
-    ts_status_emit_placement(m, outcome, policy, reason, export_mca);
+    ts_status_emit_placement(m, outcome, policy, reason, mpi);
     if (ferror(m) | fclose(m)) {
         free(s);
         return ts_fail(err, TS_ENOMEM, "out of memory");
@@ -150,6 +152,8 @@ static int emit_hostfile(FILE *o, const ts_hierarchy *h, const ts_placement *pl,
                          const ts_policy *p) { return ts_emit_hostfile(pl, o); }
 static int emit_machinefile(FILE *o, const ts_hierarchy *h, const ts_placement *pl,
                             const ts_groups *g, const ts_policy *p) { return ts_emit_machinefile(pl, o); }
+static int emit_hydra_hosts(FILE *o, const ts_hierarchy *h, const ts_placement *pl,
+                            const ts_groups *g, const ts_policy *p) { return ts_emit_hydra_hosts(pl, o); }
 static int emit_hints(FILE *o, const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
                       const ts_policy *p) { return ts_emit_hints_yaml(h, pl, g, p, o); }
 static int emit_text(FILE *o, const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
@@ -159,9 +163,11 @@ static const struct {
     const char *name;
     emit_fn emit;
     int ranks_only;              /* measure-only writes no rankfile, hostfile, machinefile */
+    int hydra_only;              /* for a policy with mpi.hydra */
 } outputs[] = {
-    {"rankfile", emit_rankfile, 1}, {"hostfile", emit_hostfile, 1},
-    {"machinefile", emit_machinefile, 1}, {"hints.yaml", emit_hints, 0}, {"tree.txt", emit_text, 0},
+    {"rankfile", emit_rankfile, 1, 0}, {"hostfile", emit_hostfile, 1, 0},
+    {"machinefile", emit_machinefile, 1, 0}, {TS_MPI_HYDRA_HOSTS_FILE, emit_hydra_hosts, 1, 1},
+    {"hints.yaml", emit_hints, 0, 0}, {"tree.txt", emit_text, 0, 0},
 };
 
 static int write_outputs(const place_job_request *r, int dirfd, const ts_hierarchy *h,
@@ -169,7 +175,7 @@ static int write_outputs(const place_job_request *r, int dirfd, const ts_hierarc
                          ts_error *err)
 {
     for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
-        if (outputs[k].ranks_only && pl->nranks == 0)
+        if ((outputs[k].ranks_only && pl->nranks == 0) || (outputs[k].hydra_only && !p->hydra))
             continue;
         char *s = NULL;
         size_t len;
@@ -218,16 +224,23 @@ int place_job_run(const place_job_request *r, const char *load_error, ts_error *
     if (rc == TS_OK && (rc = ts_model_params_profile(&params, "ethernet", err)) == TS_OK &&
         (rc = ts_place_job(&jp, &tree, hw.of_node, policy, &po, &params, err)) == TS_OK)
         rc = write_outputs(r, dirfd, &jp.hier, &jp.placement, &jp.groups, policy, err);
-    ts_error serr;
-    char why[TS_ERROR_TEXT_MAX + 64];
+    /* what the plugin will tell the MPI launchers, and what they cannot be told (the note) */
+    ts_mpi_plan mpi = {0};
+    char note[1024] = "";
     if (rc == TS_OK)
-        snprintf(why, sizeof why, "%d ranks on %d nodes (policy %s, %s)", jp.placement.nranks, jp.hier.nnodes,
-                 policy->name, ts_placement_kind_name(policy->kind));
+        rc = ts_mpi_plan_make(&mpi, &jp.placement, policy, note, sizeof note, err);
+    ts_error serr;
+    char why[TS_ERROR_TEXT_MAX + sizeof note + 64];
+    if (rc == TS_OK)
+        snprintf(why, sizeof why, "%d ranks on %d nodes (policy %s, %s)%s%s", jp.placement.nranks,
+                 jp.hier.nnodes, policy->name, ts_placement_kind_name(policy->kind),
+                 note[0] ? "; " : "", note);
     else
         snprintf(why, sizeof why, "%s", err->text);
     int nranks = jp.placement.nranks;
     int src = status_append(r, dirfd, rc != TS_OK ? "failed" : nranks ? "placed" : "none",
-                            r->policy_name, rc == TS_OK && nranks && policy->export_mca, why, &serr);
+                            r->policy_name, rc == TS_OK ? &mpi : NULL, why, &serr);
+    ts_mpi_plan_free(&mpi);
     if (src != TS_OK && rc == TS_OK) {
         *err = serr;
         rc = src;

@@ -3,7 +3,8 @@
  * Thin on purpose: it reads its settings (plugstack.conf arguments over toposcope.yaml), and
  *   job_prolog  (every node, root)   runs toposcope-prolog with a hard deadline, never fails the
  *                                    job or drains the node unless the site asked (strict);
- *   task_init   (every task, user)   exports TOPOSCOPE_* from the job's spool directory;
+ *   task_init   (every task, user)   exports TOPOSCOPE_* and the MPI launchers' variables from
+ *                                    the job's spool directory;
  *   job_epilog  (every node, root)   removes the job's spool directory.
  * Jobs without the option (and mode opt-in) cost one option lookup per hook: no fork, no file
  * access. See spank-toposcope(8). */
@@ -26,6 +27,7 @@
 #include <slurm/spank.h>
 #include "toposcope/hints_read.h"
 #include "toposcope/hostlist.h"
+#include "toposcope/mpienv.h"
 #include "toposcope/siteconf.h"
 #include "toposcope/spool.h"
 #include "toposcope/userfile.h"
@@ -426,6 +428,24 @@ static void set_env(void *ctx, const char *key, const char *value)
         slurm_error("toposcope: cannot set %s in the task's environment", key);
 }
 
+/* The placement's files, and the variables that point the MPI launchers the policy names at
+ * them (toposcope/mpienv.h: the plan comes from status.yaml). */
+static void export_placement(spank_t sp, const char *dir, const ts_mpi_plan *mpi)
+{
+    static const char *const files[][2] = {{"TOPOSCOPE_RANKFILE", "rankfile"},
+                                           {"TOPOSCOPE_HOSTFILE", "hostfile"},
+                                           {"TOPOSCOPE_MACHINEFILE", "machinefile"},
+                                           {"TOPOSCOPE_HINTS", "hints.yaml"}};
+    char path[4][FILE_MAX], hydra_hosts[FILE_MAX];
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        snprintf(path[k], sizeof path[k], "%s/%s", dir, files[k][1]);
+        set_env(sp, files[k][0], path[k]);
+    }
+    snprintf(hydra_hosts, sizeof hydra_hosts, "%s/%s", dir, TS_MPI_HYDRA_HOSTS_FILE);
+    ts_mpi_paths launch = {path[0], path[1], hydra_hosts};
+    ts_mpi_env_each(mpi, &launch, set_env, sp);
+}
+
 /* This node's Slurm name: SLURMD_NODENAME in the job's environment, else its place in the
  * job's nodelist, else the host name. */
 static void node_name(spank_t sp, char *out, size_t max)
@@ -511,22 +531,12 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     set_env(sp, "TOPOSCOPE_PLACEMENT", s.placement[0] ? s.placement : "none");
     if (s.placement_reason[0])
         set_env(sp, "TOPOSCOPE_PLACEMENT_REASON", s.placement_reason);
-    int placed = strcmp(s.placement, "placed") == 0, export_mca = s.export_mca;
+    int placed = strcmp(s.placement, "placed") == 0;
+    if (placed)
+        export_placement(sp, dir, &s.mpi);
     ts_status_free(&s);
     if (!placed)
         return 0;
-    static const char *const files[][2] = {{"TOPOSCOPE_RANKFILE", "rankfile"},
-                                           {"TOPOSCOPE_HOSTFILE", "hostfile"},
-                                           {"TOPOSCOPE_MACHINEFILE", "machinefile"},
-                                           {"TOPOSCOPE_HINTS", "hints.yaml"}};
-    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[k][1]);
-        set_env(sp, files[k][0], path);
-    }
-    if (export_mca) {
-        snprintf(path, sizeof path, "%s/rankfile", dir);
-        set_env(sp, "OMPI_MCA_rmaps_rank_file_path", path);
-    }
     /* per-task groups: not for the batch script (no rank), nor for a step whose size is not
      * the placement's (mpirun's daemons, a one-task helper step) */
     spank_get_item(sp, S_JOB_STEPID, &stepid);

@@ -300,14 +300,31 @@ void ts_status_emit_head(FILE *f, const ts_status_head *h)
 }
 
 void ts_status_emit_placement(FILE *f, const char *outcome, const char *policy,
-                              const char *reason, int export_mca)
+                              const char *reason, const ts_mpi_plan *mpi)
 {
+    static const ts_mpi_plan none;
+    if (!mpi)
+        mpi = &none;
     fprintf(f, "# placement in the prolog\nplacement: %s\nplacement_policy: ", outcome);
     ts_emit_yaml_string(f, policy ? policy : "");
     fprintf(f, "\nplacement_reason: ");
     ts_emit_yaml_string(f, reason);
-    /* the plugin exports OMPI_MCA_rmaps_rank_file_path when this says so */
-    fprintf(f, "\nplacement_export_mca: %s\n", export_mca ? "true" : "false");
+    /* what the plugin tells the MPI launchers (toposcope/mpienv.h) */
+    fprintf(f, "\nplacement_export_mca: %s\nplacement_hydra: %s\n", mpi->open_mpi ? "true" : "false",
+            mpi->hydra ? "true" : "false");
+    if (mpi->hydra_binding) {
+        fprintf(f, "placement_hydra_binding: ");
+        ts_emit_yaml_string(f, mpi->hydra_binding);
+        fputc('\n', f);
+    }
+    fprintf(f, "placement_intel_mpi: %s\n", mpi->intel_mpi ? "true" : "false");
+    if (mpi->intel_perhost > 0)
+        fprintf(f, "placement_intel_perhost: %d\n", mpi->intel_perhost);
+    if (mpi->intel_pin) {
+        fprintf(f, "placement_intel_pin: ");
+        ts_emit_yaml_string(f, mpi->intel_pin);
+        fputc('\n', f);
+    }
 }
 
 /* ---- status.yaml: reading ---- */
@@ -355,6 +372,57 @@ static int take_unreachable(const ts_ydoc *d, int map, ts_status *s, ts_error *e
     return TS_OK;
 }
 
+/* A launcher's list as the prolog wrote it: prefix, then CPU numbers joined by ',' and (where
+ * plus_ok) '+'. It goes into the job's environment, so anything else is refused. */
+static int take_cpu_list(const ts_ydoc *d, int map, const char *key, const char *prefix,
+                         int plus_ok, char **out, ts_error *err)
+{
+    int v = ts_ydoc_get(d, map, key);
+    if (v < 0)
+        return TS_OK;
+    const ts_ynode *y = &d->v[v];
+    size_t pre = strlen(prefix);
+    int good = y->type == TS_Y_SCALAR && y->len > pre && strncmp(y->text, prefix, pre) == 0;
+    for (size_t i = pre; good && i < y->len; i++)
+        good = (y->text[i] >= '0' && y->text[i] <= '9') || y->text[i] == ',' ||
+               (plus_ok && y->text[i] == '+');
+    if (!good)
+        return ts_ydoc_fail(d, v, err, "'%s' wants %sCPU numbers joined by ','%s", key,
+                            pre ? "'user:' then " : "", plus_ok ? " and '+'" : "");
+    if (!(*out = strndup(y->text, y->len)))
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    return TS_OK;
+}
+
+/* The launchers' plan; a key an older prolog did not write leaves that launcher off. */
+static int take_mpi_plan(const ts_ydoc *d, int map, ts_mpi_plan *mpi, ts_error *err)
+{
+    const struct {
+        const char *key;
+        int *out;
+    } flags[] = {
+        {"placement_export_mca", &mpi->open_mpi},
+        {"placement_hydra", &mpi->hydra},
+        {"placement_intel_mpi", &mpi->intel_mpi},
+    };
+    int rc = TS_OK;
+    for (size_t k = 0; rc == TS_OK && k < sizeof flags / sizeof flags[0]; k++) {
+        int v = ts_ydoc_get(d, map, flags[k].key);
+        if (v >= 0)
+            rc = ts_ydoc_bool(d, v, flags[k].key, flags[k].out, err);
+    }
+    int per = ts_ydoc_get(d, map, "placement_intel_perhost");
+    long perhost = 0;
+    if (rc == TS_OK && per >= 0 &&
+        (rc = ts_ydoc_int(d, per, "placement_intel_perhost", 1, 1L << 30, &perhost, err)) == TS_OK)
+        mpi->intel_perhost = (int)perhost;
+    if (rc == TS_OK)
+        rc = take_cpu_list(d, map, "placement_hydra_binding", "user:", 1, &mpi->hydra_binding, err);
+    if (rc == TS_OK)
+        rc = take_cpu_list(d, map, "placement_intel_pin", "", 0, &mpi->intel_pin, err);
+    return rc;
+}
+
 int ts_status_parse(ts_status *s, const char *text, size_t len, const char *src, ts_error *err)
 {
     memset(s, 0, sizeof *s);
@@ -379,9 +447,8 @@ int ts_status_parse(ts_status *s, const char *text, size_t len, const char *src,
     if (rc == TS_OK)
         rc = take_text(&d, root, "placement_reason", s->placement_reason,
                        sizeof s->placement_reason, err);
-    int mca = ts_ydoc_get(&d, root, "placement_export_mca");
-    if (rc == TS_OK && mca >= 0)
-        rc = ts_ydoc_bool(&d, mca, "placement_export_mca", &s->export_mca, err);
+    if (rc == TS_OK)
+        rc = take_mpi_plan(&d, root, &s->mpi, err);
     if (rc == TS_OK)
         rc = take_unreachable(&d, root, s, err);
     s->leader_ms = NAN;
@@ -421,5 +488,6 @@ void ts_status_free(ts_status *s)
     for (int i = 0; i < s->nunreachable; i++)
         free(s->unreachable[i]);
     free(s->unreachable);
+    ts_mpi_plan_free(&s->mpi);
     memset(s, 0, sizeof *s);
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "toposcope/error.h"
+#include "toposcope/mpienv.h"
 
 #define TS_STATUS_MAX_BYTES (4u << 20)
 #define TS_SPOOL_PATH_MAX 4096
@@ -70,9 +71,13 @@ typedef struct ts_status_head {
 
 void ts_status_emit_head(FILE *f, const ts_status_head *h);
 /* The section the placement in the prolog appends: its outcome (placed | none | failed), the
- * policy, why, and whether the plugin exports OMPI_MCA_rmaps_rank_file_path. */
+ * policy, why, and what the plugin tells the MPI launchers (mpi NULL: nothing):
+ *   placement_export_mca: BOOL, placement_hydra: BOOL, placement_hydra_binding: "user:...",
+ *   placement_intel_mpi: BOOL, placement_intel_perhost: K, placement_intel_pin: "A,C"
+ * (the strings and K only when the plan has them). A status.yaml from before a key existed
+ * reads as that launcher off, so an older prolog's job gets what it got then. */
 void ts_status_emit_placement(FILE *f, const char *outcome, const char *policy,
-                              const char *reason, int export_mca);
+                              const char *reason, const ts_mpi_plan *mpi);
 
 /* What the plugin and the epilog read back. Strings are cut to their buffers, control
  * characters become spaces (they go into environment variables and logs). */
@@ -82,7 +87,7 @@ typedef struct ts_status {
     char reason[1024];
     char placement[16];          /* "" when the prolog did not place */
     char placement_reason[1024];
-    int export_mca;
+    ts_mpi_plan mpi;             /* what the plugin tells the launchers (its strings malloc'd) */
     double leader_ms;            /* the leader's time from its start to the results sent (its
                                   * closing leader_ms): the prolog's duration; NAN unknown */
     int nunreachable;

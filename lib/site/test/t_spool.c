@@ -139,8 +139,10 @@ static char *status_text(const ts_status_head *h, int placement)
     FILE *f = open_memstream(&s, &len);
     ts_status_emit_head(f, h);
     fprintf(f, "budget_ms: 2000\nwire: {received: 10, accepted: 9, dropped: 1, bad_mac: 1}\n");
+    ts_mpi_plan mpi = {.open_mpi = 1, .hydra = 1, .hydra_binding = "user:0+1,2+3", .intel_mpi = 1,
+                       .intel_perhost = 2, .intel_pin = "0,2"};
     if (placement)
-        ts_status_emit_placement(f, "placed", "compact", "ranks \"by\" the tree", 1);
+        ts_status_emit_placement(f, "placed", "compact", "ranks \"by\" the tree", &mpi);
     fclose(f);
     return s;
 }
@@ -163,9 +165,13 @@ static void test_status(void)
            strcmp(s.unreachable[1], "cn\"x") == 0 && strcmp(s.unreachable[2], "gpu[1]") == 0,
        "the unreachable nodes, in order");
     ok(strcmp(s.placement, "placed") == 0 && strcmp(s.placement_reason, "ranks \"by\" the tree") == 0 &&
-           s.export_mca == 1, "the placement section");
+           s.mpi.open_mpi == 1, "the placement section");
+    ok(s.mpi.hydra == 1 && s.mpi.hydra_binding && strcmp(s.mpi.hydra_binding, "user:0+1,2+3") == 0,
+       "MPICH's switch and binding read back");
+    ok(s.mpi.intel_mpi == 1 && s.mpi.intel_perhost == 2 && s.mpi.intel_pin && strcmp(s.mpi.intel_pin, "0,2") == 0,
+       "Intel MPI's switch, ranks per host and pin list read back");
     ts_status_free(&s);
-    ok(s.unreachable == NULL && s.nunreachable == 0, "freed and emptied");
+    ok(s.unreachable == NULL && s.nunreachable == 0 && !s.mpi.hydra_binding && !s.mpi.intel_pin, "freed and emptied");
     free(text);
 
     /* the plugin's fallback: the head alone, no placement */
@@ -173,9 +179,30 @@ static void test_status(void)
     text = status_text(&fb, 0);
     ok(ts_status_parse(&s, text, strlen(text), "status.yaml", &err) == TS_OK &&
            strcmp(s.status, "fallback") == 0 && s.nunreachable == 0 && s.placement[0] == '\0' &&
-           !s.export_mca, "a head without a leader, nor placement: %s", err.text);
+           !s.mpi.open_mpi && !s.mpi.hydra && !s.mpi.intel_mpi, "a head without a leader, nor placement: %s", err.text);
     ts_status_free(&s);
     free(text);
+
+    /* a status.yaml of an older prolog: export_mca alone, the launchers it never knew stay off */
+    const char *old = "job: 9\nstatus: measured\nreason: \"\"\nplacement: placed\nplacement_policy: \"compact\"\n"
+                      "placement_reason: \"16 ranks\"\nplacement_export_mca: true\n";
+    ok(ts_status_parse(&s, old, strlen(old), "status.yaml", &err) == TS_OK && s.mpi.open_mpi && !s.mpi.hydra &&
+           !s.mpi.intel_mpi && !s.mpi.hydra_binding && s.mpi.intel_perhost == 0 && !s.mpi.intel_pin,
+       "an older status.yaml: Open MPI as before, MPICH and Intel MPI off %s", err.text);
+    ts_status_free(&s);
+    /* a plan whose binding does not fit: the switch on, no binding written */
+    ts_mpi_plan unbound = {.hydra = 1};
+    char *buf = NULL;
+    size_t blen;
+    FILE *f = open_memstream(&buf, &blen);
+    fprintf(f, "status: measured\n");
+    ts_status_emit_placement(f, "placed", "spread", "8 ranks", &unbound);
+    fclose(f);
+    ok(ts_status_parse(&s, buf, blen, "status.yaml", &err) == TS_OK && s.mpi.hydra && !s.mpi.hydra_binding &&
+           !strstr(buf, "placement_hydra_binding") && !strstr(buf, "placement_intel_perhost"),
+       "hydra on without a binding: no binding key, none read");
+    ts_status_free(&s);
+    free(buf);
 
     /* bad input: a message with the position, and an empty, freeable result */
     static const struct { const char *text, *want; } bad[] = {
@@ -185,13 +212,18 @@ static void test_status(void)
         {"status: ok\nunreachable: cn1\n", "status.yaml:2:14: 'unreachable' wants a list"},
         {"status: ok\nunreachable: [{a: 1}]\n", "status.yaml:2:"},
         {"status: ok\nplacement_export_mca: maybe\n", "placement_export_mca"},
+        {"status: ok\nplacement_hydra: 1\n", "status.yaml:2:18: 'placement_hydra' must be true or false"},
+        {"status: ok\nplacement_hydra_binding: \"0,1\"\n", "status.yaml:2:26: 'placement_hydra_binding' wants 'user:' then"},
+        {"status: ok\nplacement_hydra_binding: \"user:0;rm -rf /\"\n", "'placement_hydra_binding' wants"},
+        {"status: ok\nplacement_intel_pin: \"0+1\"\n", "status.yaml:2:22: 'placement_intel_pin' wants CPU numbers joined by ','"},
+        {"status: ok\nplacement_intel_perhost: 0\n", "'placement_intel_perhost' must be an integer from 1"},
         {"status: {a: 1}\n", "'status' wants a string"},
         {"", "empty"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&s, 0x5a, sizeof s);
         int rc = ts_status_parse(&s, bad[i].text, strlen(bad[i].text), "status.yaml", &err);
-        ok(rc == TS_EINPUT && strstr(err.text, bad[i].want) && !s.present && !s.unreachable,
+        ok(rc == TS_EINPUT && strstr(err.text, bad[i].want) && !s.present && !s.unreachable && !s.mpi.hydra_binding,
            "refused %zu: %s", i, err.text);
         ts_status_free(&s);
     }
