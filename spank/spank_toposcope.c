@@ -1,11 +1,15 @@
 /* spank_toposcope — the SPANK plugin: `sbatch/salloc/srun --topo-aware[=POLICY]`.
  *
  * Thin on purpose: it reads its settings (plugstack.conf arguments over toposcope.yaml), and
- *   job_prolog  (every node, root)   runs toposcope-prolog with a hard deadline, never fails the
- *                                    job or drains the node unless the site asked (strict);
+ *   the option  (sbatch, salloc, srun) refuses a POLICY name no policy directory holds: the one
+ *                                    failure it ever causes, the user's, before the job exists;
+ *   job_prolog  (every node, root)   runs toposcope-prolog with a hard deadline;
  *   task_init   (every task, user)   exports TOPOSCOPE_* and the MPI launchers' variables from
  *                                    the job's spool directory;
  *   job_epilog  (every node, root)   removes the job's spool directory.
+ * Every hook returns 0: Slurm 23.11 fails a step on most SPANK errors, 25.05 takes any non-zero
+ * return for one, a failing prolog drains its node, and a measurement that went wrong must cost
+ * neither a job nor a node (the job runs with a fallback placement and TOPOSCOPE_STATUS says why).
  * Jobs without the option (and mode opt-in) cost one option lookup per hook: no fork, no file
  * access. See spank-toposcope(8). */
 #include <dirent.h>
@@ -28,11 +32,19 @@
 #include "toposcope/hints_read.h"
 #include "toposcope/hostlist.h"
 #include "toposcope/mpienv.h"
+#include "toposcope/policy.h"
 #include "toposcope/siteconf.h"
 #include "toposcope/spool.h"
 #include "toposcope/userfile.h"
 
 SPANK_PLUGIN(toposcope, 1);
+
+/* Slurm 25.05 lets a plugin say that a failure of its init fails the job rather than draining
+ * the node. Its value is an enum member, invisible to #ifdef, so mk/spank.mk compiles a probe
+ * against the headers and defines TOPOSCOPE_SPANK_JOB_FAILURE where they have it. */
+#ifdef TOPOSCOPE_SPANK_JOB_FAILURE
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 
 #ifndef TOPOSCOPE_LIBEXECDIR
 #define TOPOSCOPE_LIBEXECDIR "/usr/local/libexec/toposcope"
@@ -62,11 +74,17 @@ static int nplugstack_args;
 static int opt_seen;                 /* the option was given (local/allocator/remote callback) */
 static char opt_value[TS_SITECONF_PATH_MAX];
 
+static int policy_known(const char *name);
+
+/* Where the job is submitted (remote 0) a mistaken POLICY name is refused: an option callback's
+ * failure stops sbatch, salloc or srun in every Slurm release, optional plugin or required, so
+ * it costs that job alone, before any node works for it. On the nodes (remote 1) it never
+ * fails: the prolog records a policy it cannot find, and the job runs. */
 static int opt_cb(int val, const char *optarg, int remote)
 {
     opt_seen = 1;
     snprintf(opt_value, sizeof opt_value, "%s", optarg ? optarg : "");
-    return 0;
+    return remote || policy_known(opt_value) ? 0 : -1;
 }
 
 static struct spank_option topo_option = {
@@ -98,6 +116,40 @@ static void load_conf(void)
         ts_siteconf_load(&conf, conf_path, &err) != TS_OK)
         slurm_error("toposcope: %s; using the built-in settings and plugstack.conf", err.text);
     apply_args(0);
+}
+
+/* The directories a policy NAME is looked up in: the prolog's --policy-dir, then the system's. */
+static void policy_dirs(const char *dirs[3])
+{
+    dirs[0] = conf.policy_dir[0] ? conf.policy_dir : "/etc/toposcope/policies";
+    dirs[1] = conf.policy_dir[0] ? "/etc/toposcope/policies" : NULL;
+    dirs[2] = NULL;
+}
+
+/* Whether --topo-aware=VALUE may go on, judged where the job is submitted. Refused, with a
+ * message to the user: a NAME that cannot be one, or that no policy directory here holds. Let
+ * through: no value (the site's default), a path (the prolog reads it with the user's rights),
+ * and any name on a host that has none of the policy directories (it cannot judge). */
+static int policy_known(const char *value)
+{
+    load_conf();
+    if (!value[0] || strchr(value, '/') || conf.mode == TS_MODE_OFF)
+        return 1;
+    const char *dirs[3];
+    policy_dirs(dirs);
+    int any_dir = 0;
+    struct stat st;
+    for (int k = 0; dirs[k]; k++)
+        any_dir |= stat(dirs[k], &st) == 0 && S_ISDIR(st.st_mode);
+    if (!any_dir && ts_policy_name_ok(value))
+        return 1;
+    char path[TS_SITECONF_PATH_MAX + 80];
+    ts_error err = {{0}};
+    if (ts_policy_find_site(value, dirs, path, sizeof path, &err) == TS_OK)
+        return 1;
+    slurm_error("toposcope: --topo-aware=%s: %s; the shipped ones are compact, spread, block and "
+                "measure-only", value, err.text);
+    return 0;
 }
 
 /* Defaults, then the plugstack arguments. Slurm calls slurm_spank_init in the allocator, local,
@@ -401,14 +453,17 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     if (failed) {
         write_fallback_status(parent, job, uid, gid, why);
         slurm_error("toposcope: job %u on %s: %s; the job runs with a fallback placement "
-                    "(prolog %.0f ms)", job, self, why, took);
+                    "(prolog %.0f ms%s)", job, self, why, took,
+                    conf.strict ? "; strict: true no longer fails the prolog, which drained the "
+                    "node" : "");
     } else if (why[0]) {
         slurm_error("toposcope: job %u on %s: %s; the job runs (prolog %.0f ms)", job, self, why,
                     took);
     } else {
         slurm_info("toposcope: job %u on %s: prolog %.0f ms", job, self, took);
     }
-    return failed && conf.strict ? -1 : 0;
+    /* success whatever happened: a failing prolog drains the node and requeues the job */
+    return 0;
 }
 
 /* ---- task_init: the environment ---- */

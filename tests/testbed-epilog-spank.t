@@ -28,6 +28,9 @@ cp "$TB_PROLOG" "$EPILOG" "$D/bin/"
 cp "$PLUGIN" "$D/lib/"
 # Thresholds for this testbed: 200 us links, a few us of run-to-run scatter on two shared CPUs
 printf 'placement:\n  kind: measure-only\nanomaly:\n  threshold_pct: 25\n  threshold_us: 40\n' > "$D/policies/links.yaml"
+# the shipped measure-only too: policy_dir is where every NAME is looked up, and sbatch refuses
+# a name it does not hold
+cp "$REPO/policies/measure-only.yaml" "$D/policies/"
 printf 'budget_ms: 2500\nspool: %s\nrecords: %s\nprolog: %s\nepilog: %s\npolicy_dir: %s\n' "$D/spool/%n" \
   "$D/records" "$D/bin/toposcope-prolog" "$D/bin/toposcope-epilog" "$D/policies" > "$D/toposcope.yaml"
 export TESTBED_PLUGSTACK="optional $D/lib/spank_toposcope.so conf=$D/toposcope.yaml mode=opt-in"

@@ -10,8 +10,9 @@
 #     TOPOSCOPE_STATUS=measured; srun -N8 --topo-aware=spread: per-task TOPOSCOPE_GROUP_*/LEADER_*
 #     match the inferred topology.conf; srun -m arbitrary with TOPOSCOPE_HOSTFILE runs task r on
 #     line r; a job without the option starts no agent, creates no spool directory and starts as
-#     fast as without the plugin; a killed agent, a broken policy name and an unwritable spool
-#     directory: the job runs, the status says why, slurmd logs one line, no node drains;
+#     fast as without the plugin; a killed agent and an unwritable spool directory: the job runs,
+#     the status says why, slurmd logs one line, no node drains; a policy name no directory
+#     holds: sbatch refuses the job, nothing reaches a node;
 #   - 16 nodes (tests/data/agents/fabric16.conf): the added prolog time, as for 8 nodes, within
 #     the budget + 200 ms (the numbers are printed).
 set -uo pipefail
@@ -253,25 +254,30 @@ ok $? "agent of node3 killed: a task on node3 sees status fallback and why"
 diag < "$F/killed.out"
 no_drain; ok $? "agent of node3 killed: no node drained"
 
-# broken policy name
-failing_job badpolicy --topo-aware=no-such-policy
-ok $? "--topo-aware=no-such-policy: the job runs"
-job=$(jobid_of "$F/badpolicy.sbatch")
-grep -q '^TOPOSCOPE_STATUS=measured$' "$F/badpolicy.out" && grep -q '^TOPOSCOPE_PLACEMENT=failed$' "$F/badpolicy.out" &&
-  grep -q "^TOPOSCOPE_PLACEMENT_REASON=.*no-such-policy" "$F/badpolicy.out" && ! grep -q '^TOPOSCOPE_RANKFILE' "$F/badpolicy.out"
-ok $? "broken policy: measured, placement failed and why, no rankfile"
-diag < "$F/badpolicy.out"
-plugin_lines "$job" > "$work/bad.lines"
-[ "$(grep -c 'no-such-policy' "$work/bad.lines")" = 8 ] && [ "$(wc -l < "$work/bad.lines")" = 8 ]
-ok $? "broken policy: one line per slurmd, naming the policy"
-head -1 "$work/bad.lines" | diag
+# A policy name no policy directory holds is the user's mistake: sbatch refuses it (the plugin's
+# option callback), so no job exists, no agent starts, no node is touched.
+refused_job() {   # NAME OPTION: sbatch with OPTION; its output in $F/NAME.sbatch
+  printf '#!/bin/bash\ntrue\n' > "$F/$1.sh"
+  (cd "$F" && timeout 60 sbatch -N8 "$2" -t 2 -o "$F/$1.out" "$1.sh") > "$F/$1.sbatch" 2>&1
+}
+log_mark
+refused_job badpolicy --topo-aware=no-such-policy
+rc=$?
+[ $rc -ne 0 ] && ! grep -q '^Submitted batch job' "$F/badpolicy.sbatch"
+ok $? "--topo-aware=no-such-policy: sbatch refuses it (exit $rc), no job is submitted"
+grep -q "toposcope: --topo-aware=no-such-policy: no policy named 'no-such-policy' (looked for no-such-policy.yaml in: $D/policies" "$F/badpolicy.sbatch" &&
+  grep -q 'the shipped ones are compact, spread, block and measure-only' "$F/badpolicy.sbatch"
+ok $? "broken policy: the message names the policy, where it looked and the shipped ones"
+diag < "$F/badpolicy.sbatch"
+! new_logs | grep -q 'no-such-policy'
+ok $? "broken policy: no slurmd saw it (no prolog ran)"
 no_drain; ok $? "broken policy: no node drained"
 
 # ---- a policy FILE the job names: read by the plugin with the user's rights, never by root ----
-# A FIFO (an agent opening it would wait for a writer until the kill), a symlink to a file that
-# holds a secret (it could be swapped in after any check), and a relative file name: each costs
-# the placement only, with a reason that names the file and never its content. A regular file
-# of the job's own is used.
+# A FIFO (an agent opening it would wait for a writer until the kill) and a symlink to a file
+# that holds a secret (it could be swapped in after any check) each cost the placement only,
+# with a reason that names the file and never its content; a relative file name is no policy
+# name, and sbatch refuses it. A regular file of the job's own is used.
 mkfifo "$D/fifo.yaml"
 printf 'aws_secret_access_key: AKIA-testbed-secret\n' > "$D/secret.yaml"
 chmod 600 "$D/secret.yaml"
@@ -290,9 +296,11 @@ policy_case link "--topo-aware=$D/link.yaml" failed 'link.yaml: a symbolic link'
 ok $? "policy FILE a symlink to a secret: not followed, the secret in no output nor log line"
 diag < "$F/link.out"
 (cd "$F" && cp "$D/mine.yaml" .)
-policy_case relative "--topo-aware=mine.yaml" failed "policy name 'mine.yaml' must be"
-ok $? "policy FILE without a '/': taken as a site NAME and refused, never read from a directory"
-diag < "$F/relative.out"
+refused_job relative --topo-aware=mine.yaml
+[ $? -ne 0 ] && grep -q "toposcope: --topo-aware=mine.yaml: policy name 'mine.yaml' must be" "$F/relative.sbatch" &&
+  ! grep -q '^Submitted batch job' "$F/relative.sbatch"
+ok $? "policy FILE without a '/': taken as a site NAME, refused by sbatch, never read from a directory"
+diag < "$F/relative.sbatch"
 policy_case mine "--topo-aware=$D/mine.yaml" placed 'policy mine, spread'
 ok $? "policy FILE of the job's own: read as the user and used"
 diag < "$F/mine.out"

@@ -243,7 +243,7 @@ int ts_policy_load_file(ts_policy *p, const char *path, ts_error *err)
 
 /* A policy name can come from a job's --topo-aware=NAME, so it must not reach outside the policy
  * directories: letters, digits, '-' and '_' only. */
-static int valid_name(const char *s)
+int ts_policy_name_ok(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n >= TS_POLICY_NAME_MAX)
@@ -263,22 +263,29 @@ int ts_policy_load(ts_policy *p, const char *name_or_file, const char *const *di
     return ts_policy_load_site(p, name_or_file, dirs, err);
 }
 
-int ts_policy_load_site(ts_policy *p, const char *name_or_file, const char *const *dirs,
+int ts_policy_find_site(const char *name, const char *const *dirs, char *path, size_t max,
                         ts_error *err)
 {
-    if (!valid_name(name_or_file))
+    if (!ts_policy_name_ok(name))
         return ts_fail(err, TS_EINPUT, "policy name '%.64s' must be 1 to %d letters, digits, '-' "
-                       "or '_' (or give a file path)", name_or_file, TS_POLICY_NAME_MAX - 1);
-    char path[4096], searched[1024] = "";
+                       "or '_' (or give a file path)", name, TS_POLICY_NAME_MAX - 1);
+    char searched[1024] = "";
     size_t used = 0;
     for (int k = 0; dirs && dirs[k]; k++) {
-        snprintf(path, sizeof path, "%s/%s.yaml", dirs[k], name_or_file);
+        snprintf(path, max, "%s/%s.yaml", dirs[k], name);
         if (access(path, F_OK) == 0)
-            return ts_policy_load_file(p, path, err);
+            return TS_OK;
         int w = snprintf(searched + used, sizeof searched - used, "%s%s", used ? ", " : "", dirs[k]);
         if (w > 0 && (size_t)w < sizeof searched - used)
             used += (size_t)w;
     }
-    return ts_fail(err, TS_EINPUT, "no policy named '%s' (looked for %s.yaml in: %s)", name_or_file,
-                   name_or_file, used ? searched : "no directory");
+    return ts_fail(err, TS_EINPUT, "no policy named '%s' (looked for %s.yaml in: %s)", name, name,
+                   used ? searched : "no directory");
+}
+
+int ts_policy_load_site(ts_policy *p, const char *name, const char *const *dirs, ts_error *err)
+{
+    char path[4096];
+    int rc = ts_policy_find_site(name, dirs, path, sizeof path, err);
+    return rc == TS_OK ? ts_policy_load_file(p, path, err) : rc;
 }

@@ -75,5 +75,12 @@ int ts_policy_load(ts_policy *p, const char *name_or_file, const char *const *di
 /* A site policy: NAME only (a file name, a path, anything but letters, digits, '-' and '_' is
  * refused), looked up in dirs. For root, reading what a job named. */
 int ts_policy_load_site(ts_policy *p, const char *name, const char *const *dirs, ts_error *err);
+/* Whether s can be a policy NAME: 1 to TS_POLICY_NAME_MAX - 1 letters, digits, '-' and '_'. */
+int ts_policy_name_ok(const char *s);
+/* Where ts_policy_load_site would read NAME from, into path: TS_EINPUT (naming the directories
+ * searched) for a name that is not one or a policy none of dirs holds. Reads no file, so the
+ * SPANK plugin can check a job's --topo-aware=NAME where the job is submitted. */
+int ts_policy_find_site(const char *name, const char *const *dirs, char *path, size_t max,
+                        ts_error *err);
 
 #endif

@@ -13,7 +13,7 @@
  *   records: /var/lib/toposcope/records
  *   prolog: PATH            # toposcope-prolog
  *   epilog: PATH            # toposcope-epilog (issue G); absent: the epilog only cleans up
- *   strict: false           # true: a failed measurement fails the prolog (with a required plugin)
+ *   strict: false           # accepted, no effect: a failed measurement never fails the prolog
  *
  * Parsing is bounded (TS_SITECONF_MAX_BYTES) and every message names FILE:LINE:COLUMN. */
 #ifndef TOPOSCOPE_SITECONF_H

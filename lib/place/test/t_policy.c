@@ -39,6 +39,20 @@ static void test_shipped(void)
     is_int(ts_policy_load(&p, "a b", policy_dirs, &err), TS_EINPUT, "a name with a blank is refused");
     ok(strstr(err.text, "letters, digits") != NULL, "saying what a name may hold: %s", err.text);
     ok(ts_policy_load(&p, test_data("policy", "good-minimal.yaml"), policy_dirs, &err) == TS_OK, "a path loads as a file %s", err.text);
+
+    /* what the SPANK plugin asks where a job is submitted: no file read, a name checked */
+    char path[4096];
+    ok(ts_policy_find_site("spread", policy_dirs, path, sizeof path, &err) == TS_OK &&
+       strstr(path, "policies/spread.yaml") != NULL, "find_site: spread is %s", path);
+    is_int(ts_policy_find_site("no-such-policy", policy_dirs, path, sizeof path, &err), TS_EINPUT,
+           "find_site: an unknown name");
+    ok(strstr(err.text, "no policy named 'no-such-policy' (looked for no-such-policy.yaml in:") != NULL,
+       "says where it looked: %s", err.text);
+    is_int(ts_policy_find_site("mine.yaml", policy_dirs, path, sizeof path, &err), TS_EINPUT,
+           "find_site: a file name is no policy name");
+    ok(strstr(err.text, "letters, digits") != NULL, "and says what a name may hold");
+    ok(ts_policy_name_ok("block_8-a") && !ts_policy_name_ok("") && !ts_policy_name_ok("a/b") &&
+       !ts_policy_name_ok("..") && !ts_policy_name_ok("x.yaml"), "name_ok: letters, digits, '-', '_' only");
 }
 
 static void test_defaults(void)
