@@ -3,6 +3,7 @@
 #ifndef TOPOSCOPE_TEST_PLACESET_H
 #define TOPOSCOPE_TEST_PLACESET_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hwdata.h"
@@ -63,6 +64,17 @@ static inline void done(setup *s)
     ts_hwtree_free(&s->hw);
     free(s->of_node);
     ts_fabric_free(&s->f);
+}
+
+/* What an emitter of a placement writes, as a malloc'd string. */
+static inline char *emit_to_string(int (*emit)(const ts_placement *, FILE *), const ts_placement *pl)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    emit(pl, f);
+    fclose(f);
+    return buf;
 }
 
 /* The node rank r was placed on. */

@@ -14,14 +14,13 @@ static const char *two_nodes = "SwitchName=s Nodes=n[1-2]\n";
 static const char *two_leaves =
     "SwitchName=top Switches=leafa,leafb\nSwitchName=leafa Nodes=n[1-2]\nSwitchName=leafb Nodes=n[3-4]\n";
 
-static char *emit_text(int (*emit)(const ts_placement *, FILE *), const ts_placement *pl)
+/* What emit writes for pl is want. */
+static void emit_is(int (*emit)(const ts_placement *, FILE *), const ts_placement *pl,
+                    const char *want, const char *what)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    emit(pl, f);
-    fclose(f);
-    return buf;
+    char *text = emit_to_string(emit, pl);
+    is_str(text, want, "%s", what);
+    free(text);
 }
 
 /* "KEY=VALUE\n" per variable, in the order ts_mpi_env_each sets them */
@@ -43,39 +42,54 @@ static char *env_text(const ts_mpi_plan *plan, const ts_mpi_paths *paths)
 
 static const ts_mpi_paths job_files = {"/j/rankfile", "/j/hostfile", "/j/hydra-hosts"};
 
-/* Place nranks under p on the fabric's nodes of xml, every launcher on; the plan and note. */
-static int plan_for(setup *s, const char *conf, const char *xml, ts_policy *p, int nranks,
-                    ts_mpi_plan *plan, char *note, size_t max)
+/* The variables for plan and paths hold the text has and not the text lacks (NULL: no check). */
+static void env_check(const ts_mpi_plan *plan, const ts_mpi_paths *paths, const char *has,
+                      const char *lacks, const char *what)
 {
-    p->export_mca = p->hydra = p->intel_mpi = 1;
-    run(s, conf, xml, p, nranks);
+    char *env = env_text(plan, paths);
+    if (!ok((!has || strstr(env, has)) && (!lacks || !strstr(env, lacks)), "%s", what))
+        diag("  got \"%s\"", env);
+    free(env);
+}
+
+/* A placement and what the launchers can be told of it. */
+typedef struct planned {
+    setup s;
+    ts_mpi_plan plan;
+    char note[512];
+} planned;
+
+/* Place nranks under p on the fabric's nodes of xml, every launcher on, and t.plan. */
+static int plan_for(planned *t, const char *conf, const char *xml, ts_policy p, int nranks)
+{
+    p.export_mca = p.hydra = p.intel_mpi = 1;
+    run(&t->s, conf, xml, &p, nranks);
     ts_error err = {{0}};
-    if (s->rc != TS_OK) {
-        diag("placement: %s", s->err.text);
-        return s->rc;
+    if (t->s.rc != TS_OK) {
+        diag("placement: %s", t->s.err.text);
+        return t->s.rc;
     }
-    return ts_mpi_plan_make(plan, &s->pl, p, note, max, &err);
+    return ts_mpi_plan_make(&t->plan, &t->s.pl, &p, t->note, sizeof t->note, &err);
+}
+
+static void plan_done(planned *t)
+{
+    ts_mpi_plan_free(&t->plan);
+    done(&t->s);
 }
 
 static void test_compact_one_pu(void)
 {
-    setup s;
-    ts_mpi_plan plan;
-    char note[512];
-    ts_policy p = policy(TS_PLACE_COMPACT, 0, 1, 1, 2);
-    ok(plan_for(&s, two_nodes, "1pack-4core.xml", &p, 4, &plan, note, sizeof note) == TS_OK,
+    planned t;
+    ok(plan_for(&t, two_nodes, "1pack-4core.xml", policy(TS_PLACE_COMPACT, 0, 1, 1, 2), 4) == TS_OK,
        "compact, 2 ranks per node: 4 ranks on 2 nodes of 4 single-PU cores, planned");
-    char *hosts = emit_text(ts_emit_hostfile, &s.pl);
-    is_str(hosts, "n1\nn1\nn2\nn2\n", "compact fills n1 (ranks 0, 1), then n2 (ranks 2, 3)");
-    free(hosts);
-    char *hydra = emit_text(ts_emit_hydra_hosts, &s.pl);
-    is_str(hydra, "n1:2\nn2:2\n", "Hydra host file: one line per run of ranks on a node");
-    free(hydra);
-    is_str(plan.hydra_binding, "user:0,1", "HYDRA_BINDING: process 0 of each line on PU 0, process 1 on PU 1");
-    is_int(plan.intel_perhost, 2, "I_MPI_PERHOST=2: two consecutive ranks per host");
-    is_str(plan.intel_pin, "0,1", "I_MPI_PIN_PROCESSOR_LIST: the k-th rank of a host on PU k");
-    is_str(note, "", "nothing left out");
-    char *env = env_text(&plan, &job_files);
+    emit_is(ts_emit_hostfile, &t.s.pl, "n1\nn1\nn2\nn2\n", "compact fills n1 (ranks 0, 1), then n2 (ranks 2, 3)");
+    emit_is(ts_emit_hydra_hosts, &t.s.pl, "n1:2\nn2:2\n", "Hydra host file: one line per run of ranks on a node");
+    is_str(t.plan.hydra_binding, "user:0,1", "HYDRA_BINDING: process 0 of each line on PU 0, process 1 on PU 1");
+    is_int(t.plan.intel_perhost, 2, "I_MPI_PERHOST=2: two consecutive ranks per host");
+    is_str(t.plan.intel_pin, "0,1", "I_MPI_PIN_PROCESSOR_LIST: the k-th rank of a host on PU k");
+    is_str(t.note, "", "nothing left out");
+    char *env = env_text(&t.plan, &job_files);
     is_str(env,
            "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\n"
            "PRTE_MCA_rmaps_default_mapping_policy=rankfile:file=/j/rankfile\n"
@@ -86,79 +100,54 @@ static void test_compact_one_pu(void)
            "I_MPI_PIN_PROCESSOR_LIST=0,1\n",
            "the variables for Open MPI 4 and 5, MPICH and Intel MPI");
     free(env);
-    ts_mpi_plan_free(&plan);
-    done(&s);
+    plan_done(&t);
 }
 
 static void test_compact_two_pus(void)
 {
-    setup s;
-    ts_mpi_plan plan;
-    char note[512];
-    ts_policy p = policy(TS_PLACE_COMPACT, 0, 1, 1, 2);
-    ok(plan_for(&s, two_nodes, "2pack-2numa-8core-ht.xml", &p, 4, &plan, note, sizeof note) == TS_OK,
+    planned t;
+    ok(plan_for(&t, two_nodes, "2pack-2numa-8core-ht.xml", policy(TS_PLACE_COMPACT, 0, 1, 1, 2), 4) == TS_OK,
        "compact, 2 ranks per node: 4 ranks on 2 nodes of 2-PU cores, planned");
-    is_str(plan.hydra_binding, "user:0+1,2+3", "HYDRA_BINDING: a core's two PUs joined by '+'");
-    is_int(plan.intel_perhost, 2, "I_MPI_PERHOST=2");
-    ok(plan.intel_pin == NULL, "no I_MPI_PIN_PROCESSOR_LIST: it pins a rank to one CPU");
-    ok(strstr(note, "I_MPI_PIN_PROCESSOR_LIST left out: rank 0 has CPUs 0+1") != NULL, "the note says why: %s", note);
-    char *env = env_text(&plan, &job_files);
-    ok(strstr(env, "I_MPI_PERHOST=2\n") && !strstr(env, "I_MPI_PIN_PROCESSOR_LIST"),
-       "Intel MPI gets its host file and ranks per host, no pin list");
-    free(env);
-    ts_mpi_plan_free(&plan);
-    done(&s);
+    is_str(t.plan.hydra_binding, "user:0+1,2+3", "HYDRA_BINDING: a core's two PUs joined by '+'");
+    is_int(t.plan.intel_perhost, 2, "I_MPI_PERHOST=2");
+    ok(t.plan.intel_pin == NULL, "no I_MPI_PIN_PROCESSOR_LIST: it pins a rank to one CPU");
+    ok(strstr(t.note, "I_MPI_PIN_PROCESSOR_LIST left out: rank 0 has CPUs 0+1") != NULL, "the note says why: %s", t.note);
+    env_check(&t.plan, &job_files, "I_MPI_HYDRA_HOST_FILE=/j/hostfile\nI_MPI_PERHOST=2\n", "I_MPI_PIN_PROCESSOR_LIST",
+              "Intel MPI gets its host file and ranks per host, no pin list");
+    plan_done(&t);
 }
 
 static void test_spread(void)
 {
-    setup s;
-    ts_mpi_plan plan;
-    char note[512];
-    ts_policy p = policy(TS_PLACE_SPREAD, 0, 1, 1, 0);
-    ok(plan_for(&s, two_nodes, "1pack-4core.xml", &p, 4, &plan, note, sizeof note) == TS_OK,
+    planned t;
+    ok(plan_for(&t, two_nodes, "1pack-4core.xml", policy(TS_PLACE_SPREAD, 0, 1, 1, 0), 4) == TS_OK,
        "spread: 4 ranks on 2 nodes of 4 single-PU cores, planned");
-    char *hydra = emit_text(ts_emit_hydra_hosts, &s.pl);
-    is_str(hydra, "n1:1\nn2:1\nn1:1\nn2:1\n", "Hydra host file: ranks alternate, one line each");
-    free(hydra);
-    ok(plan.hydra_binding == NULL, "no HYDRA_BINDING: ranks 0 and 2 are each process 0 of a line, on PUs 0 and 1");
-    ok(strstr(note, "HYDRA_BINDING left out: ranks 0 (n1) and 2 (n1) are each process 0 of their Hydra "
-                    "host-file line but have CPUs 0 and 1") != NULL, "the note names both ranks: %s", note);
-    ok(strstr(note, "n1 is on several lines of the Hydra host file (again from rank 2)") != NULL,
+    emit_is(ts_emit_hydra_hosts, &t.s.pl, "n1:1\nn2:1\nn1:1\nn2:1\n", "Hydra host file: ranks alternate, one line each");
+    ok(t.plan.hydra_binding == NULL, "no HYDRA_BINDING: ranks 0 and 2 are each process 0 of a line, on PUs 0 and 1");
+    ok(strstr(t.note, "HYDRA_BINDING left out: ranks 0 (n1) and 2 (n1) are each process 0 of their Hydra "
+                    "host-file line but have CPUs 0 and 1") != NULL, "the note names both ranks: %s", t.note);
+    ok(strstr(t.note, "n1 is on several lines of the Hydra host file (again from rank 2)") != NULL,
        "and that MPICH will take n1's lines for separate nodes");
-    is_int(plan.intel_perhost, 1, "Intel MPI can deal it: I_MPI_PERHOST=1 over n1, n2");
-    is_str(plan.intel_pin, "0,1", "its pin list is per host: ranks 0, 2 of n1 (and 1, 3 of n2) on PUs 0, 1");
-    char *env = env_text(&plan, &job_files);
-    ok(strstr(env, "HYDRA_HOST_FILE=/j/hydra-hosts\n") && !strstr(env, "HYDRA_BINDING"),
-       "MPICH still gets the host file, without a binding");
-    free(env);
-    ts_mpi_plan_free(&plan);
-    done(&s);
+    is_int(t.plan.intel_perhost, 1, "Intel MPI can deal it: I_MPI_PERHOST=1 over n1, n2");
+    is_str(t.plan.intel_pin, "0,1", "its pin list is per host: ranks 0, 2 of n1 (and 1, 3 of n2) on PUs 0, 1");
+    env_check(&t.plan, &job_files, "HYDRA_HOST_FILE=/j/hydra-hosts\n", "HYDRA_BINDING",
+              "MPICH still gets the host file, without a binding");
+    plan_done(&t);
 }
 
 static void test_block_not_for_intel(void)
 {
-    setup s;
-    ts_mpi_plan plan;
-    char note[512];
-    ts_policy p = policy(TS_PLACE_BLOCK, 3, 1, 1, 0);
-    ok(plan_for(&s, two_leaves, "1pack-4core.xml", &p, 9, &plan, note, sizeof note) == TS_OK,
+    planned t;
+    ok(plan_for(&t, two_leaves, "1pack-4core.xml", policy(TS_PLACE_BLOCK, 3, 1, 1, 0), 9) == TS_OK,
        "block of 3: 9 ranks on two leaves of 2 nodes, planned");
-    char *hosts = emit_text(ts_emit_hostfile, &s.pl);
-    is_str(hosts, "n1\nn1\nn1\nn3\nn3\nn3\nn1\nn2\nn2\n", "blocks: n1 0-2, n3 3-5, then n1 6 and n2 7-8");
-    free(hosts);
-    is_int(plan.intel_perhost, 0, "no I_MPI_PERHOST deals that");
-    ok(plan.intel_pin == NULL, "nor a pin list");
-    ok(strstr(note, "Intel MPI's variables left out: rank 6 is on n1, where I_MPI_PERHOST=3 over the hosts in "
-                    "the order of their first rank would put it on n2") != NULL, "the note says where it breaks: %s", note);
-    char *env = env_text(&plan, &job_files);
-    ok(!strstr(env, "I_MPI_"), "Intel MPI gets nothing rather than a wrong placement");
-    free(env);
-    char *hydra = emit_text(ts_emit_hydra_hosts, &s.pl);
-    is_str(hydra, "n1:3\nn3:3\nn1:1\nn2:2\n", "the Hydra host file keeps the rank order");
-    free(hydra);
-    ts_mpi_plan_free(&plan);
-    done(&s);
+    emit_is(ts_emit_hostfile, &t.s.pl, "n1\nn1\nn1\nn3\nn3\nn3\nn1\nn2\nn2\n", "blocks: n1 0-2, n3 3-5, then n1 6 and n2 7-8");
+    is_int(t.plan.intel_perhost, 0, "no I_MPI_PERHOST deals that");
+    ok(t.plan.intel_pin == NULL, "nor a pin list");
+    ok(strstr(t.note, "Intel MPI's variables left out: rank 6 is on n1, where I_MPI_PERHOST=3 over the hosts in "
+                    "the order of their first rank would put it on n2") != NULL, "the note says where it breaks: %s", t.note);
+    env_check(&t.plan, &job_files, NULL, "I_MPI_", "Intel MPI gets nothing rather than a wrong placement");
+    emit_is(ts_emit_hydra_hosts, &t.s.pl, "n1:3\nn3:3\nn1:1\nn2:2\n", "the Hydra host file keeps the rank order");
+    plan_done(&t);
 }
 
 static void test_policy_switches(void)
@@ -185,9 +174,7 @@ static void test_policy_switches(void)
     p.hydra = 1;
     ts_mpi_plan_make(&plan, &s.pl, &p, note, sizeof note, &err);
     ts_mpi_paths no_hydra_file = {"/j/rankfile", "/j/hostfile", NULL};
-    env = env_text(&plan, &no_hydra_file);
-    ok(!strstr(env, "HYDRA_"), "no Hydra host file written: no HYDRA_ variable");
-    free(env);
+    env_check(&plan, &no_hydra_file, NULL, "HYDRA_", "no Hydra host file written: no HYDRA_ variable");
     ts_mpi_plan_free(&plan);
     done(&s);
 

@@ -113,16 +113,6 @@ static int check_rankfile(const setup *s, const char *text, char *why, size_t ma
     return !bad;
 }
 
-static char *emit_to_string(int (*emit)(const ts_placement *, FILE *), const ts_placement *pl)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    emit(pl, f);
-    fclose(f);
-    return buf;
-}
-
 static void rankfile_ok(const setup *s, const char *what)
 {
     char why[256] = "";
