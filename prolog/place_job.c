@@ -227,8 +227,9 @@ int place_job_run(const place_job_request *r, const char *load_error, ts_error *
     /* what the plugin will tell the MPI launchers, and what they cannot be told (the note) */
     ts_mpi_plan mpi = {0};
     char note[1024] = "";
+    ts_mpi_nodes slurm_order = {r->names, r->nnodes};   /* srun starts Hydra's proxies */
     if (rc == TS_OK)
-        rc = ts_mpi_plan_make(&mpi, &jp.placement, policy, note, sizeof note, err);
+        rc = ts_mpi_plan_make(&mpi, &jp.placement, policy, &slurm_order, note, sizeof note, err);
     ts_error serr;
     char why[TS_ERROR_TEXT_MAX + sizeof note + 64];
     if (rc == TS_OK)

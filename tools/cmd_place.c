@@ -14,6 +14,7 @@
 #include "toposcope/emit.h"
 #include "toposcope/groups.h"
 #include "toposcope/hier.h"
+#include "toposcope/hostlist.h"
 #include "toposcope/hwtree.h"
 #include "toposcope/jobplace.h"
 #include "toposcope/model.h"
@@ -433,6 +434,7 @@ int cmd_place(int argc, char **argv)
     ts_model_params params;
     hw_set hw = { 0 };
     ts_mpi_plan mpi = { 0 };
+    ts_hostlist slurm_hosts = { 0 };
     ts_job_placement jp;
     memset(&jp, 0, sizeof jp);
     ts_hierarchy *h = &jp.hier;
@@ -480,9 +482,16 @@ int cmd_place(int argc, char **argv)
         cli_error("place", "cannot create %s: %s", o.out, strerror(errno));
         goto out;
     }
-    /* what the MPI launchers the policy names can be told of this placement, and what not */
+    /* what the MPI launchers the policy names can be told of this placement, and what not; in
+     * a Slurm job Hydra's proxies start by srun, in the job's node order */
     char note[1024];
-    if ((rc = ts_mpi_plan_make(&mpi, pl, &policy, note, sizeof note, &err)) != TS_OK) {
+    const char *job_nodes = getenv("SLURM_JOB_NODELIST");
+    if (job_nodes && ts_hostlist_expand(job_nodes, strlen(job_nodes), &slurm_hosts, &err) != TS_OK) {
+        cli_error("place", "SLURM_JOB_NODELIST: %s", err.text);
+        goto out;
+    }
+    ts_mpi_nodes slurm_order = {job_nodes ? slurm_hosts.hosts : NULL, (int)slurm_hosts.count};
+    if ((rc = ts_mpi_plan_make(&mpi, pl, &policy, &slurm_order, note, sizeof note, &err)) != TS_OK) {
         cli_error("place", "%s", err.text);
         goto out;
     }
@@ -501,6 +510,7 @@ int cmd_place(int argc, char **argv)
 out:
     out_discard(&w);
     ts_mpi_plan_free(&mpi);
+    ts_hostlist_free(&slurm_hosts);
     ts_job_placement_free(&jp);
     hw_set_free(&hw);
     ts_fabric_free(&tree);

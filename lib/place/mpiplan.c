@@ -130,24 +130,60 @@ static int list_by_local(const ts_placement *pl, char *const *pus, const int *lo
     return TS_OK;
 }
 
+/* ---- the order srun starts the proxies in ---- */
+
+/* nodes[k] (node indices) against the job's k-th node in Slurm's order: the first k where they
+ * differ, or -1. Without a Slurm job every order holds. */
+static int off_slurm_order(const ts_placement *pl, const int *nodes, int count,
+                           const ts_mpi_nodes *slurm)
+{
+    if (!slurm || !slurm->names)
+        return -1;
+    const ts_fabric *f = pl->h->fabric;
+    for (int k = 0; k < count; k++)
+        if (k >= slurm->count || strcmp(f->v[f->node_vertex[nodes[k]]].name, slurm->names[k]) != 0)
+            return k;
+    return -1;
+}
+
+static void explain_order(const ts_placement *pl, const int *nodes, int k, const ts_mpi_nodes *slurm,
+                          const char *who, const char *line, char *note, size_t max)
+{
+    const ts_fabric *f = pl->h->fabric;
+    append(note, max, "%s left out: srun starts %s %d on the job's node %d in Slurm's order (%s), "
+           "and the placement needs %s there", who, line, k + 1, k + 1,
+           k < slurm->count ? slurm->names[k] : "none", f->v[f->node_vertex[nodes[k]]].name);
+}
+
 /* ---- MPICH ---- */
 
-static int plan_hydra(ts_mpi_plan *plan, const ts_placement *pl, char *const *pus, char *note,
-                      size_t max)
+static int plan_hydra(ts_mpi_plan *plan, const ts_placement *pl, char *const *pus,
+                      const ts_mpi_nodes *slurm, char *note, size_t max)
 {
     int *local = local_index(pl, 0);
+    int *lines = calloc((size_t)pl->nranks, sizeof *lines);
     int *runs = calloc((size_t)pl->h->nnodes, sizeof *runs);
-    int rc = local && runs ? TS_OK : TS_ENOMEM, split = -1;
-    for (int r = 0; rc == TS_OK && r < pl->nranks; r++)
-        if (local[r] == 0 && ++runs[pl->rank[r].node] == 2 && split < 0)
+    int rc = local && lines && runs ? TS_OK : TS_ENOMEM, nlines = 0, split = -1;
+    for (int r = 0; rc == TS_OK && r < pl->nranks; r++) {
+        if (local[r] != 0)
+            continue;
+        lines[nlines++] = pl->rank[r].node;
+        if (++runs[pl->rank[r].node] == 2 && split < 0)
             split = r;
-    if (split >= 0)
-        append(note, max, "%s is on several lines of the Hydra host file (again from rank %d): "
-               "MPICH takes each line for a node of its own", node_name(pl, split), split);
-    if (rc == TS_OK)
+    }
+    int off = rc == TS_OK ? off_slurm_order(pl, lines, nlines, slurm) : -1;
+    if (off >= 0) {
+        explain_order(pl, lines, off, slurm, "MPICH's variables", "host-file line", note, max);
+        plan->hydra = 0;
+    } else if (rc == TS_OK) {
+        if (split >= 0)
+            append(note, max, "%s is on several lines of the Hydra host file (again from rank %d): "
+                   "MPICH takes each line for a node of its own", node_name(pl, split), split);
         rc = list_by_local(pl, pus, local, "user:", 0, TS_MPI_ENV_HYDRA_BINDING,
                            "Hydra host-file line", &plan->hydra_binding, note, max);
+    }
     free(local);
+    free(lines);
     free(runs);
     return rc;
 }
@@ -155,8 +191,10 @@ static int plan_hydra(ts_mpi_plan *plan, const ts_placement *pl, char *const *pu
 /* ---- Intel MPI ---- */
 
 /* The I_MPI_PERHOST that deals the ranks as placed: K consecutive ranks to each host in the
- * order of their first rank, round after round; 0 (and why) when no K does. */
-static int intel_perhost(const ts_placement *pl, char *note, size_t max, int *perhost)
+ * order of their first rank, round after round, those hosts being the job's first in Slurm's
+ * order; 0 (and why) when no K does. */
+static int intel_perhost(const ts_placement *pl, const ts_mpi_nodes *slurm, char *note, size_t max,
+                         int *perhost)
 {
     int *order = malloc(sizeof *order * (size_t)pl->h->nnodes);
     char *seen = calloc((size_t)pl->h->nnodes, 1);
@@ -183,17 +221,24 @@ static int intel_perhost(const ts_placement *pl, char *note, size_t max, int *pe
             break;
         }
     }
+    int off = *perhost ? off_slurm_order(pl, order, hosts, slurm) : -1;
+    if (off >= 0) {
+        explain_order(pl, order, off, slurm, "Intel MPI's variables", "host", note, max);
+        *perhost = 0;
+    }
     free(order);
     free(seen);
     return TS_OK;
 }
 
-static int plan_intel(ts_mpi_plan *plan, const ts_placement *pl, char *const *pus, char *note,
-                      size_t max)
+static int plan_intel(ts_mpi_plan *plan, const ts_placement *pl, char *const *pus,
+                      const ts_mpi_nodes *slurm, char *note, size_t max)
 {
-    int rc = intel_perhost(pl, note, max, &plan->intel_perhost);
-    if (rc != TS_OK || plan->intel_perhost == 0)
+    int rc = intel_perhost(pl, slurm, note, max, &plan->intel_perhost);
+    if (rc != TS_OK || plan->intel_perhost == 0) {
+        plan->intel_mpi = 0;
         return rc;
+    }
     int *local = local_index(pl, 1);
     if (!local)
         return TS_ENOMEM;
@@ -203,8 +248,8 @@ static int plan_intel(ts_mpi_plan *plan, const ts_placement *pl, char *const *pu
     return rc;
 }
 
-int ts_mpi_plan_make(ts_mpi_plan *plan, const ts_placement *pl, const ts_policy *p, char *note,
-                     size_t note_max, ts_error *err)
+int ts_mpi_plan_make(ts_mpi_plan *plan, const ts_placement *pl, const ts_policy *p,
+                     const ts_mpi_nodes *slurm, char *note, size_t note_max, ts_error *err)
 {
     memset(plan, 0, sizeof *plan);
     note[0] = '\0';
@@ -221,9 +266,9 @@ int ts_mpi_plan_make(ts_mpi_plan *plan, const ts_placement *pl, const ts_policy 
         if (!(pus[r] = rank_pus(pl, r)))
             rc = TS_ENOMEM;
     if (rc == TS_OK && p->hydra)
-        rc = plan_hydra(plan, pl, pus, note, note_max);
+        rc = plan_hydra(plan, pl, pus, slurm, note, note_max);
     if (rc == TS_OK && p->intel_mpi)
-        rc = plan_intel(plan, pl, pus, note, note_max);
+        rc = plan_intel(plan, pl, pus, slurm, note, note_max);
     for (int r = 0; pus && r < pl->nranks; r++)
         free(pus[r]);
     free(pus);

@@ -36,7 +36,7 @@
 /* What the launchers can be told of one placement. Strings are malloc'd (ts_mpi_plan_free). */
 typedef struct ts_mpi_plan {
     int open_mpi, hydra, intel_mpi;  /* the policy's export_mca, hydra, intel_mpi, for a placement
-                                        that has ranks */
+                                        that has ranks and that launcher can follow */
     char *hydra_binding;             /* "user:0+1,2+3"; NULL: no binding fits the placement */
     int intel_perhost;               /* ranks per host and turn; 0: Intel MPI's host file cannot
                                         express the placement, so nothing is told to it */

@@ -1,7 +1,8 @@
 /* What the MPI launchers are told of a placement: 2 nodes x 2 ranks on known cores under
  * compact and spread, with one PU per core and with two, and a block placement Intel MPI cannot
  * express: the Hydra host file, HYDRA_BINDING (by process of each host-file line),
- * I_MPI_PERHOST and I_MPI_PIN_PROCESSOR_LIST, what is left out and why, and the variables
+ * I_MPI_PERHOST and I_MPI_PIN_PROCESSOR_LIST, the order srun starts Hydra's proxies in within a
+ * Slurm job, what is left out and why, and the variables
  * ts_mpi_env_each sets for Open MPI 4 and 5, MPICH and Intel MPI. */
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,10 @@ typedef struct planned {
     char note[512];
 } planned;
 
-/* Place nranks under p on the fabric's nodes of xml, every launcher on, and t.plan. */
-static int plan_for(planned *t, const char *conf, const char *xml, ts_policy p, int nranks)
+/* Place nranks under p on the fabric's nodes of xml, every launcher on, and plan (slurm: the
+ * job's nodes in Slurm's order, or NULL outside Slurm). */
+static int plan_in(planned *t, const char *conf, const char *xml, ts_policy p, int nranks,
+                   const ts_mpi_nodes *slurm)
 {
     p.export_mca = p.hydra = p.intel_mpi = 1;
     run(&t->s, conf, xml, &p, nranks);
@@ -69,7 +72,12 @@ static int plan_for(planned *t, const char *conf, const char *xml, ts_policy p, 
         diag("placement: %s", t->s.err.text);
         return t->s.rc;
     }
-    return ts_mpi_plan_make(&t->plan, &t->s.pl, &p, t->note, sizeof t->note, &err);
+    return ts_mpi_plan_make(&t->plan, &t->s.pl, &p, slurm, t->note, sizeof t->note, &err);
+}
+
+static int plan_for(planned *t, const char *conf, const char *xml, ts_policy p, int nranks)
+{
+    return plan_in(t, conf, xml, p, nranks, NULL);
 }
 
 static void plan_done(planned *t)
@@ -150,6 +158,38 @@ static void test_block_not_for_intel(void)
     plan_done(&t);
 }
 
+/* In a Slurm job srun starts proxy k on the job's k-th node: the lines must be those nodes. */
+static void test_slurm_order(void)
+{
+    char *n12[] = {"n1", "n2"}, *n21[] = {"n2", "n1"};
+    ts_mpi_nodes in_order = {n12, 2}, reversed = {n21, 2};
+    planned t;
+    ok(plan_in(&t, two_nodes, "1pack-4core.xml", policy(TS_PLACE_COMPACT, 0, 1, 1, 2), 4, &in_order) == TS_OK &&
+       t.plan.hydra && t.plan.intel_mpi, "compact in a job on n[1-2]: MPICH and Intel MPI told");
+    is_str(t.plan.hydra_binding, "user:0,1", "with the binding");
+    is_str(t.note, "", "nothing left out");
+    plan_done(&t);
+    ok(plan_in(&t, two_nodes, "1pack-4core.xml", policy(TS_PLACE_COMPACT, 0, 1, 1, 2), 4, &reversed) == TS_OK &&
+       !t.plan.hydra && !t.plan.hydra_binding && !t.plan.intel_mpi && t.plan.intel_perhost == 0,
+       "a job whose Slurm order is n2, n1: neither MPICH nor Intel MPI told (srun would swap the nodes)");
+    ok(strstr(t.note, "MPICH's variables left out: srun starts host-file line 1 on the job's node 1 in Slurm's "
+                      "order (n2), and the placement needs n1 there") &&
+       strstr(t.note, "Intel MPI's variables left out: srun starts host 1 on the job's node 1 in Slurm's order (n2)"),
+       "the note says where: %s", t.note);
+    char *env = env_text(&t.plan, &job_files);
+    is_str(env, "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\n"
+                "PRTE_MCA_rmaps_default_mapping_policy=rankfile:file=/j/rankfile\n",
+           "Open MPI, which reads the rankfile, is still told");
+    free(env);
+    plan_done(&t);
+    ok(plan_in(&t, two_nodes, "1pack-4core.xml", policy(TS_PLACE_SPREAD, 0, 1, 1, 0), 4, &in_order) == TS_OK &&
+       !t.plan.hydra && t.plan.intel_mpi && t.plan.intel_perhost == 1,
+       "spread in a job on n[1-2]: MPICH not told (4 lines, 2 nodes), Intel MPI's round robin is");
+    ok(strstr(t.note, "MPICH's variables left out: srun starts host-file line 3 on the job's node 3 in Slurm's "
+                      "order (none), and the placement needs n1 there") != NULL, "the note says why: %s", t.note);
+    plan_done(&t);
+}
+
 static void test_policy_switches(void)
 {
     setup s;
@@ -158,21 +198,21 @@ static void test_policy_switches(void)
     ts_error err = {{0}};
     ts_policy p = policy(TS_PLACE_COMPACT, 0, 1, 1, 0);
     run(&s, two_nodes, "1pack-4core.xml", &p, 4);
-    ok(ts_mpi_plan_make(&plan, &s.pl, &p, note, sizeof note, &err) == TS_OK && !plan.open_mpi &&
+    ok(ts_mpi_plan_make(&plan, &s.pl, &p, NULL, note, sizeof note, &err) == TS_OK && !plan.open_mpi &&
        !plan.hydra && !plan.intel_mpi && !plan.hydra_binding && !plan.intel_pin,
        "the default policy: no launcher");
     char *env = env_text(&plan, &job_files);
     is_str(env, "", "and no variable");
     free(env);
     p.export_mca = 1;
-    ts_mpi_plan_make(&plan, &s.pl, &p, note, sizeof note, &err);
+    ts_mpi_plan_make(&plan, &s.pl, &p, NULL, note, sizeof note, &err);
     env = env_text(&plan, &job_files);
     is_str(env, "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\n"
                 "PRTE_MCA_rmaps_default_mapping_policy=rankfile:file=/j/rankfile\n",
            "export_mca alone: Open MPI 4's and 5's variables only");
     free(env);
     p.hydra = 1;
-    ts_mpi_plan_make(&plan, &s.pl, &p, note, sizeof note, &err);
+    ts_mpi_plan_make(&plan, &s.pl, &p, NULL, note, sizeof note, &err);
     ts_mpi_paths no_hydra_file = {"/j/rankfile", "/j/hostfile", NULL};
     env_check(&plan, &no_hydra_file, NULL, "HYDRA_", "no Hydra host file written: no HYDRA_ variable");
     ts_mpi_plan_free(&plan);
@@ -181,7 +221,7 @@ static void test_policy_switches(void)
     ts_policy m = policy(TS_PLACE_MEASURE_ONLY, 0, 1, 1, 0);
     run(&s, two_nodes, "1pack-4core.xml", &m, 0);
     m.hydra = 1;                          /* the parser refuses it; the plan never trusts that */
-    ok(ts_mpi_plan_make(&plan, &s.pl, &m, note, sizeof note, &err) == TS_OK && !plan.hydra && !plan.open_mpi,
+    ok(ts_mpi_plan_make(&plan, &s.pl, &m, NULL, note, sizeof note, &err) == TS_OK && !plan.hydra && !plan.open_mpi,
        "no ranks placed: nothing for any launcher");
     ts_mpi_plan_free(&plan);
     done(&s);
@@ -193,6 +233,7 @@ int main(void)
     test_compact_two_pus();
     test_spread();
     test_block_not_for_intel();
+    test_slurm_order();
     test_policy_switches();
     return done_testing();
 }

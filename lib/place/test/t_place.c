@@ -375,7 +375,7 @@ static void test_emitters(void)
     p.export_mca = 1;
     ts_mpi_plan mpi;
     char note[256];
-    ts_mpi_plan_make(&mpi, &s.pl, &p, note, sizeof note, &err);
+    ts_mpi_plan_make(&mpi, &s.pl, &p, NULL, note, sizeof note, &err);
     ts_emit_hints_env(&s.h, &s.pl, &s.g, &p, &paths, &mpi, 4, f);
     fclose(f);
     ok(strstr(buf, "TOPOSCOPE_RANK=4\n") && strstr(buf, "TOPOSCOPE_NODE=n1\n") && strstr(buf, "TOPOSCOPE_GROUP_LEAF=0\n") &&
