@@ -12,6 +12,7 @@ packages=(
   munge libmunge-dev                         # authentication
   slurm-wlm slurmd slurmctld libslurm-dev    # the scheduler and spank.h
   libpmix-dev openmpi-bin libopenmpi-dev     # PMIx step mode, mpirun
+  mpich libmpich-dev                         # tests/testbed-mpich.t: mpiexec.mpich, mpicc.mpich
   libhwloc-dev hwloc                         # intra-node trees
   libsodium-dev                              # MACs for the wire protocol
   python3 python3-yaml                       # tests: report output checked as JSON/YAML, forged datagrams

@@ -21,7 +21,7 @@ valgrind_opts=(-q --error-exitcode=99 --track-origins=yes --leak-check=full
 # The quick set: under 3 s each under valgrind on the project's 2-core machine (the slower
 # ones, t_fast, t_topoconf, t_gen, t_infer, t_model, t_fast_irregular, t_allpairs and
 # t_hostlist, take 6 to 33 s and run in the full set).
-quick_units=(t_anomaly t_flagindex t_hints t_hwtree t_links t_place t_pmm t_policy t_probe t_shirai
+quick_units=(t_anomaly t_flagindex t_hints t_hwtree t_links t_mpiplan t_place t_pmm t_policy t_probe t_shirai
              t_sim t_siteconf t_spool t_userfile t_treeyaml t_wire t_metrics t_measure)
 quick_shell=(cli)
 full_shell=(cli place anomaly epilog)
