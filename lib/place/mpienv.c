@@ -14,14 +14,12 @@ static const char *usable(const char *path)
 void ts_mpi_env_each(const ts_mpi_plan *plan, const ts_mpi_paths *paths, ts_env_setter set,
                      void *ctx)
 {
-    char value[TS_MPI_PATH_MAX + sizeof TS_MPI_PRTE_RANKFILE];
+    char value[32];
     const char *rankfile = usable(paths->rankfile), *hostfile = usable(paths->hostfile);
     const char *hydra_hosts = usable(paths->hydra_hosts);
-    if (plan->open_mpi && rankfile) {
+    /* Open MPI 4 only: Open MPI 5 has no environment route that works (TS_MPI_ENV_PRTE) */
+    if (plan->open_mpi && rankfile)
         set(ctx, TS_MPI_ENV_OMPI4, rankfile);
-        snprintf(value, sizeof value, "%s%s", TS_MPI_PRTE_RANKFILE, rankfile);
-        set(ctx, TS_MPI_ENV_PRTE, value);
-    }
     if (plan->hydra && hydra_hosts) {
         set(ctx, TS_MPI_ENV_HYDRA_HOSTS, hydra_hosts);
         if (plan->hydra_binding)

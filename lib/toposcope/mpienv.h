@@ -4,9 +4,10 @@
  * (toposcope/mpiplan.h works that out):
  *
  *   export_mca  Open MPI 4   OMPI_MCA_rmaps_rank_file_path=RANKFILE
- *               Open MPI 5   PRTE_MCA_rmaps_default_mapping_policy=rankfile:file=RANKFILE
- *                            (PRRTE removed the rank_file component's path parameter, so Open MPI
- *                            5 ignores the first; its command line: --map-by rankfile:file=PATH)
+ *               Open MPI 5   nothing: PRRTE removed the rank_file component's path parameter,
+ *                            so it ignores the variable above, and its own route, TS_MPI_ENV_PRTE
+ *                            below, breaks mpirun (see there); the command line does it:
+ *                            mpirun --map-by rankfile:file=RANKFILE
  *   hydra       MPICH        HYDRA_HOST_FILE=HYDRA_HOSTS ("host:n", one line per run of
  *                            consecutive ranks on a node), HYDRA_BINDING=user:A+B,C+D
  *   intel_mpi   Intel MPI    I_MPI_HYDRA_HOST_FILE=HOSTFILE (it reads each host once),
@@ -14,13 +15,18 @@
  *
  * The plugin exports these from status.yaml (where the prolog keeps the plan) and hints.env
  * from the placement itself; both go through ts_mpi_env_each, so the variables are named here
- * only. Which PRRTE reads is still being verified on Debian 13: change TS_MPI_ENV_PRTE alone. */
+ * only. */
 #ifndef TOPOSCOPE_MPIENV_H
 #define TOPOSCOPE_MPIENV_H
 
 #include "toposcope/hints_read.h"
 
 #define TS_MPI_ENV_OMPI4 "OMPI_MCA_rmaps_rank_file_path"
+/* Open MPI 5's environment route to a rankfile, PRRTE's default mapping policy with the file:
+ * NOT exported. PRRTE 3.0.8 (Open MPI 5.0.7, Debian 13) takes the policy but drops its file=,
+ * and a plain mpirun then exits 251 without starting a rank, with OMPI_MCA_* beside it or not
+ * (doc/testbed.md, tests/testbed/ompi-rankfile-routes); PRRTE's master has the fix, no release
+ * yet. Once one does, ts_mpi_env_each can set it for export_mca: name and value are here. */
 #define TS_MPI_ENV_PRTE "PRTE_MCA_rmaps_default_mapping_policy"
 #define TS_MPI_PRTE_RANKFILE "rankfile:file="     /* the value: this, then the rankfile */
 #define TS_MPI_ENV_HYDRA_HOSTS "HYDRA_HOST_FILE"

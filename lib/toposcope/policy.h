@@ -7,7 +7,7 @@
  *     ranks_per_core: 1      # ranks sharing one core (only with cpus_per_rank 1)
  *     cpus_per_rank: 1       # cores bound to each rank
  *   mpi:                     # which launchers the job's environment points at the placement
- *     export_mca: true       # Open MPI 4 and 5: the rankfile (toposcope/mpienv.h)
+ *     export_mca: true       # Open MPI 4: the rankfile (toposcope/mpienv.h: none for 5)
  *     hydra: false           # MPICH: HYDRA_HOST_FILE, HYDRA_BINDING
  *     intel_mpi: false       # Intel MPI: I_MPI_HYDRA_HOST_FILE, I_MPI_PERHOST, I_MPI_PIN_*
  *   measure:
