@@ -68,6 +68,7 @@ LOCAL_TESTS   := $(filter-out $(TESTBED_TESTS),$(sort $(wildcard tests/*.t)))
 
 check: deps
 	$(MAKE) -j2 all
+	$(MAKE) stack-debian13
 	@export TOPOSCOPE_BUILD=$(abspath $(BUILD)); \
 	  prove -j2 --exec '' $(UNIT_BIN) $(LOCAL_TESTS); local=$$?; \
 	  prove --exec '' $(TESTBED_TESTS); testbed=$$?; \
