@@ -45,6 +45,9 @@ export TESTBED_PLUGSTACK="optional $D/lib/spank_toposcope.so conf=$D/toposcope.y
 
 tb_test_up stack-t 10 "$FABRIC" "$PARAMS" "up: 8 nodes on etc/demo, Slurm from the $STACK root, the plugin in plugstack.conf"
 trap 'kill "$tb_watchdog" 2>/dev/null; timeout 120 "$TB_DIR/down" >/dev/null 2>&1; rm -rf "$work" "$D"' EXIT
+# Steps start in the directory srun was called from; the nodes (a private /tmp each, the root's
+# own filesystem) see the state dir but not, say, a clone under /tmp.
+cd "$D"
 
 want=$(tb_slurm sh -c 'dpkg-query -W -f="\${Version}" slurmd' 2>/dev/null)
 got=$(tb_slurm timeout 60 srun -N1 slurmd -V 2>&1)
