@@ -31,7 +31,8 @@ bench-app: deps
 
 demo: deps
 	$(MAKE) all
-	TOPOSCOPE_BUILD=$(abspath $(BUILD)) KEEP=$(KEEP) tests/testbed/demo
+	$(if $(TESTBED_STACK),$(MAKE) stack-$(TESTBED_STACK))
+	TOPOSCOPE_BUILD=$(abspath $(BUILD)) KEEP=$(KEEP) TESTBED_STACK=$(TESTBED_STACK) tests/testbed/demo
 
 stack-debian13:
 	tests/testbed/stack debian13

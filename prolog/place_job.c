@@ -154,6 +154,8 @@ static int emit_machinefile(FILE *o, const ts_hierarchy *h, const ts_placement *
                             const ts_groups *g, const ts_policy *p) { return ts_emit_machinefile(pl, o); }
 static int emit_hydra_hosts(FILE *o, const ts_hierarchy *h, const ts_placement *pl,
                             const ts_groups *g, const ts_policy *p) { return ts_emit_hydra_hosts(pl, o); }
+static int emit_lsf_affinity(FILE *o, const ts_hierarchy *h, const ts_placement *pl,
+                             const ts_groups *g, const ts_policy *p) { return ts_emit_lsf_affinity(pl, o); }
 static int emit_hints(FILE *o, const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
                       const ts_policy *p) { return ts_emit_hints_yaml(h, pl, g, p, o); }
 static int emit_text(FILE *o, const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
@@ -163,11 +165,13 @@ static const struct {
     const char *name;
     emit_fn emit;
     int ranks_only;              /* measure-only writes no rankfile, hostfile, machinefile */
-    int hydra_only;              /* for a policy with mpi.hydra */
+    enum { ANY_LAUNCHER, HYDRA, OPEN_MPI } only_for;   /* a launcher the policy's mpi: names */
 } outputs[] = {
-    {"rankfile", emit_rankfile, 1, 0}, {"hostfile", emit_hostfile, 1, 0},
-    {"machinefile", emit_machinefile, 1, 0}, {TS_MPI_HYDRA_HOSTS_FILE, emit_hydra_hosts, 1, 1},
-    {"hints.yaml", emit_hints, 0, 0}, {"tree.txt", emit_text, 0, 0},
+    {"rankfile", emit_rankfile, 1, ANY_LAUNCHER}, {"hostfile", emit_hostfile, 1, ANY_LAUNCHER},
+    {"machinefile", emit_machinefile, 1, ANY_LAUNCHER},
+    {TS_MPI_HYDRA_HOSTS_FILE, emit_hydra_hosts, 1, HYDRA},
+    {TS_MPI_LSF_AFFINITY_FILE, emit_lsf_affinity, 1, OPEN_MPI},
+    {"hints.yaml", emit_hints, 0, ANY_LAUNCHER}, {"tree.txt", emit_text, 0, ANY_LAUNCHER},
 };
 
 static int write_outputs(const place_job_request *r, int dirfd, const ts_hierarchy *h,
@@ -175,7 +179,9 @@ static int write_outputs(const place_job_request *r, int dirfd, const ts_hierarc
                          ts_error *err)
 {
     for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
-        if ((outputs[k].ranks_only && pl->nranks == 0) || (outputs[k].hydra_only && !p->hydra))
+        if ((outputs[k].ranks_only && pl->nranks == 0) ||
+            (outputs[k].only_for == HYDRA && !p->hydra) ||
+            (outputs[k].only_for == OPEN_MPI && !p->export_mca))
             continue;
         char *s = NULL;
         size_t len;

@@ -491,13 +491,14 @@ static void export_placement(spank_t sp, const char *dir, const ts_mpi_plan *mpi
                                            {"TOPOSCOPE_HOSTFILE", "hostfile"},
                                            {"TOPOSCOPE_MACHINEFILE", "machinefile"},
                                            {"TOPOSCOPE_HINTS", "hints.yaml"}};
-    char path[4][FILE_MAX], hydra_hosts[FILE_MAX];
+    char path[4][FILE_MAX], hydra_hosts[FILE_MAX], lsf_affinity[FILE_MAX];
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         snprintf(path[k], sizeof path[k], "%s/%s", dir, files[k][1]);
         set_env(sp, files[k][0], path[k]);
     }
     snprintf(hydra_hosts, sizeof hydra_hosts, "%s/%s", dir, TS_MPI_HYDRA_HOSTS_FILE);
-    ts_mpi_paths launch = {path[0], path[1], hydra_hosts};
+    snprintf(lsf_affinity, sizeof lsf_affinity, "%s/%s", dir, TS_MPI_LSF_AFFINITY_FILE);
+    ts_mpi_paths launch = {path[0], path[1], hydra_hosts, lsf_affinity};
     ts_mpi_env_each(mpi, &launch, set_env, sp);
 }
 

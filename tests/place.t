@@ -42,6 +42,10 @@ grep -q "OMPI_MCA_rmaps_rank_file_path=$(cd "$tmp/compact" && pwd -P)/rankfile" 
 ok $? "compact exports the rankfile to Open MPI through hints.env"
 ! grep -q '^PRTE_MCA' "$tmp/compact/hints.env"
 ok $? "and not PRRTE's mapping policy (Open MPI 5.0's mpirun exits 251 on it)"
+grep -qx "LSB_AFFINITY_HOSTFILE=$(cd "$tmp/compact" && pwd -P)/lsf-affinity" "$tmp/compact/hints.env" &&
+  [ "$(sed 's/^rank [0-9]*=//; s/ slot=.*//' "$tmp/compact/rankfile")" = "$(cut -d' ' -f1 "$tmp/compact/lsf-affinity")" ] &&
+  [ "$(wc -l < "$tmp/compact/lsf-affinity")" = "$(wc -l < "$tmp/compact/rankfile")" ]
+ok $? "and Open MPI 5 its LSF affinity file: a 'HOST CPUS' line per rank, the rankfile's hosts in rank order"
 [ ! -e "$tmp/compact/hydra-hosts" ] && ! grep -q '^HYDRA_\|^I_MPI_' "$tmp/compact/hints.env"
 ok $? "compact (hydra, intel_mpi off): no Hydra host file, no MPICH or Intel MPI variable"
 

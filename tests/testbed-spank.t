@@ -120,7 +120,7 @@ mkdir -p "$J"
 cat > "$J/job.sh" <<JOB
 #!/bin/bash
 $MCA_ENV
-env | grep -E '^(TOPOSCOPE_|OMPI_MCA_rmaps)' | sort > $J/batch.env
+env | grep -E '^(TOPOSCOPE_|OMPI_MCA_rmaps|LSB_AFFINITY)' | sort > $J/batch.env
 cp "\$TOPOSCOPE_RANKFILE" "\$TOPOSCOPE_HINTS" $J/
 exec mpirun -np 16 $D/bin/twolevel_bcast leaf 777
 JOB
@@ -132,22 +132,17 @@ ok $rc "sbatch -N8 --topo-aware=compact, mpirun -np 16 without --rankfile: the j
 job=$(jobid_of "$J/sbatch.out")
 grep -qx 'TOPOSCOPE_STATUS=measured' "$J/batch.env" &&
   grep -qx "OMPI_MCA_rmaps_rank_file_path=$D/spool/node1/$job/rankfile" "$J/batch.env" &&
+  grep -qx "LSB_AFFINITY_HOSTFILE=$D/spool/node1/$job/lsf-affinity" "$J/batch.env" &&
   grep -qx "TOPOSCOPE_HOSTFILE=$D/spool/node1/$job/hostfile" "$J/batch.env"
-ok $? "the batch script has TOPOSCOPE_STATUS=measured, the rankfile for mpirun and the hostfile"
+ok $? "the batch script has TOPOSCOPE_STATUS=measured, the rankfile for Open MPI 4 and 5 and the hostfile"
 diag < "$J/batch.env"
 [ "$(wc -l < "$J/rankfile" 2>/dev/null)" = 16 ]; ok $? "the prolog wrote a rankfile of 16 ranks"
-# rank=R host=H from the program against "rank R=H slot=..." in the rankfile
-grep -o '^rank=[0-9]* host=[^ ]* cpus=[^ ]*' "$J/out.txt" | sed 's/rank=\([0-9]*\) host=\([^ ]*\) cpus=/\1 \2 /' |
-  sort -n > "$J/ran.txt"
-sed 's/^rank \([0-9]*\)=\([^ ]*\) .*/\1 \2/' "$J/rankfile" | sort -n > "$J/want-hosts.txt"
+tb_ranks_ran "$J/out.txt" > "$J/ran.txt"
+tb_ranks_placed "$J/rankfile" "$J/hints.yaml" > "$J/placed.txt" 2>/dev/null
+cut -d' ' -f1,2 "$J/placed.txt" > "$J/want-hosts.txt"
 [ "$(wc -l < "$J/ran.txt")" = 16 ] && diff <(cut -d' ' -f1,2 "$J/ran.txt") "$J/want-hosts.txt" > /dev/null
 ok $? "every rank ran on the host the rankfile names"
-# CPUs: the program prints ranges ("0-1"), hints.yaml lists ("0,1")
-cpu_numbers() { awk '{ n = split($2, part, ","); out = ""
-  for (i = 1; i <= n; i++) if (split(part[i], ab, "-") == 2) { for (c = ab[1]; c <= ab[2]; c++) out = out "," c } else out = out "," part[i]
-  print $1, substr(out, 2) }'; }
-awk -v what=cpus -f "$REPO/tests/hints_expect.awk" "$J/hints.yaml" | sed 's/rank=\([0-9]*\) cpus=/\1 /' | cpu_numbers | sort -n > "$J/want-cpus.txt"
-[ -s "$J/want-cpus.txt" ] && diff <(cut -d' ' -f1,3 "$J/ran.txt" | cpu_numbers | sort -n) "$J/want-cpus.txt" > "$J/cpus.diff"
+[ "$(wc -l < "$J/placed.txt")" = 16 ] && diff "$J/ran.txt" "$J/placed.txt" > "$J/cpus.diff"
 ok $? "every rank ran on exactly the cores the rankfile names"
 head -10 "$J/cpus.diff" | diag
 # the fabric's leaf of each rank's host, rank order: consecutive ranks change leaf once (4 nodes

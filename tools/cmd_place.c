@@ -279,11 +279,11 @@ static int load_hwloc(const place_options *o, const ts_fabric *f, hw_set *s)
 
 /* ---- outputs: written aside, renamed together ---- */
 
-enum { OUT_RANKFILE, OUT_HOSTFILE, OUT_MACHINEFILE, OUT_HYDRA, OUT_HINTS, OUT_ENV, OUT_TOPOCONF,
+enum { OUT_RANKFILE, OUT_HOSTFILE, OUT_MACHINEFILE, OUT_HYDRA, OUT_LSF, OUT_HINTS, OUT_ENV, OUT_TOPOCONF,
        OUT_TXT, OUT_DOT, OUT_SVG, OUT_COUNT };
-static const char *const out_names[OUT_COUNT] = { "rankfile", "hostfile", "machinefile",
-                                                  TS_MPI_HYDRA_HOSTS_FILE, "hints.yaml", "hints.env", "topology.conf",
-                                                  "tree.txt", "tree.dot", "tree.svg" };
+static const char *const out_names[OUT_COUNT] = {
+    "rankfile", "hostfile", "machinefile", TS_MPI_HYDRA_HOSTS_FILE, TS_MPI_LSF_AFFINITY_FILE,
+    "hints.yaml", "hints.env", "topology.conf", "tree.txt", "tree.dot", "tree.svg" };
 
 typedef struct outputs {
     const char *dir;
@@ -374,7 +374,8 @@ static int write_outputs(const place_options *o, outputs *w, const placed *P)
     ts_emit_paths paths = { w->final[OUT_HINTS], has_ranks ? w->final[OUT_RANKFILE] : NULL,
                             has_ranks ? w->final[OUT_HOSTFILE] : NULL,
                             has_ranks ? w->final[OUT_MACHINEFILE] : NULL,
-                            has_ranks && P->policy->hydra ? w->final[OUT_HYDRA] : NULL };
+                            has_ranks && P->policy->hydra ? w->final[OUT_HYDRA] : NULL,
+                            has_ranks && P->policy->export_mca ? w->final[OUT_LSF] : NULL };
     FILE *f;
     int env_member = o->env_rank < P->g->nmembers ? o->env_rank : 0;
 #define WRITE(k, call)                                       \
@@ -389,6 +390,8 @@ static int write_outputs(const place_options *o, outputs *w, const placed *P)
     }
     if (paths.hydra_hosts)
         WRITE(OUT_HYDRA, ts_emit_hydra_hosts(P->pl, f));
+    if (paths.lsf_affinity)
+        WRITE(OUT_LSF, ts_emit_lsf_affinity(P->pl, f));
     WRITE(OUT_HINTS, ts_emit_hints_yaml(P->h, P->pl, P->g, P->policy, f));
     WRITE(OUT_ENV, ts_emit_hints_env(P->h, P->pl, P->g, P->policy, &paths, P->mpi, env_member, f));
     WRITE(OUT_TOPOCONF, ts_fabric_write_topology_conf(P->tree, f));

@@ -191,6 +191,30 @@ int ts_emit_hydra_hosts(const ts_placement *pl, FILE *out)
     return ob_close(o);
 }
 
+/* LSF's affinity file lists CPUs one by one ("0,1", never "0-1"), and PRRTE binds each rank to
+ * exactly the CPUs of its line: every hardware thread of every core the rank has. */
+int ts_emit_lsf_affinity(const ts_placement *pl, FILE *out)
+{
+    outbuf *o = ob_open(out);
+    if (!o)
+        return TS_ENOMEM;
+    for (int r = 0; r < pl->nranks; r++) {
+        int ncores;
+        const int *cores = ts_placement_cores(pl, r, &ncores);
+        const ts_hwtree *hw = ts_placement_hwtree(pl, pl->rank[r].node);
+        ob_str(o, node_name(pl->h, pl->rank[r].node));
+        for (int k = 0, first = 1; k < ncores; k++) {
+            const ts_hwcore *c = &hw->core[cores[k]];
+            for (int t = 0; t < c->npus; t++, first = 0) {
+                ob_str(o, first ? " " : ",");
+                ob_int(o, hw->pus[c->first_pu + t]);
+            }
+        }
+        ob_str(o, "\n");
+    }
+    return ob_close(o);
+}
+
 /* ---- hints ---- */
 
 static void rank_cpus(const ts_placement *pl, int r, char *buf, size_t max)
@@ -351,7 +375,8 @@ int ts_emit_hints_env(const ts_hierarchy *h, const ts_placement *pl, const ts_gr
     }
     ts_hints_env_each(&e, env_to_file, out);
     if (mpi && paths) {
-        ts_mpi_paths files = {paths->rankfile, paths->hostfile, paths->hydra_hosts};
+        ts_mpi_paths files = {paths->rankfile, paths->hostfile, paths->hydra_hosts,
+                              paths->lsf_affinity};
         ts_mpi_env_each(mpi, &files, env_to_file, out);
     }
     return ferror(out) ? TS_ESYS : TS_OK;

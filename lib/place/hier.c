@@ -201,6 +201,7 @@ static int add_node(ts_hierarchy *h, int fv, int parent, ts_error *err)
 }
 
 typedef struct child_key {
+    int block;      /* the first node of the child's block: its subtree, or the switch's own nodes */
     int first_node;
     int vertex;
 } child_key;
@@ -208,6 +209,8 @@ typedef struct child_key {
 static int cmp_child(const void *a, const void *b)
 {
     const child_key *x = a, *y = b;
+    if (x->block != y->block)
+        return (x->block > y->block) - (x->block < y->block);
     return (x->first_node > y->first_node) - (x->first_node < y->first_node);
 }
 
@@ -270,10 +273,17 @@ int ts_hierarchy_build(ts_hierarchy *h, const ts_fabric *f, const ts_hwtree *con
         if (parent == TS_NONE)
             h->root = x;
         /* children in hostname order of their first node (inference leaves them in whatever
-         * order it found them); pushed in reverse so the first is visited first */
-        int nkids = 0;
+         * order it found them), the switch's own nodes kept together: they are closer to each
+         * other than to any node of a child switch, and a placement fills them in a row (the
+         * root of an inferred tree may hold nodes and one switch: distances cannot tell that
+         * from two leaves under a spine). Pushed in reverse so the first is visited first. */
+        int nkids = 0, own_first = f->nnodes;
         for (int c = f->v[fv].first_child; c != TS_NONE; c = f->v[c].next_sibling)
-            kids[nkids++] = (child_key){ first_node[c], c };
+            if (f->v[c].kind == TS_NODE && first_node[c] < own_first)
+                own_first = first_node[c];
+        for (int c = f->v[fv].first_child; c != TS_NONE; c = f->v[c].next_sibling)
+            kids[nkids++] = (child_key){ f->v[c].kind == TS_NODE ? own_first : first_node[c],
+                                         first_node[c], c };
         qsort(kids, (size_t)nkids, sizeof *kids, cmp_child);
         for (int k = nkids - 1; k >= 0; k--) {
             stack[top++] = kids[k].vertex;

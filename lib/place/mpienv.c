@@ -17,9 +17,12 @@ void ts_mpi_env_each(const ts_mpi_plan *plan, const ts_mpi_paths *paths, ts_env_
     char value[32];
     const char *rankfile = usable(paths->rankfile), *hostfile = usable(paths->hostfile);
     const char *hydra_hosts = usable(paths->hydra_hosts);
-    /* Open MPI 4 only: Open MPI 5 has no environment route that works (TS_MPI_ENV_PRTE) */
+    const char *lsf_affinity = usable(paths->lsf_affinity);
+    /* Open MPI 4 reads the first, Open MPI 5 the second; each ignores the other's */
     if (plan->open_mpi && rankfile)
         set(ctx, TS_MPI_ENV_OMPI4, rankfile);
+    if (plan->open_mpi && lsf_affinity)
+        set(ctx, TS_MPI_ENV_LSF_AFFINITY, lsf_affinity);
     if (plan->hydra && hydra_hosts) {
         set(ctx, TS_MPI_ENV_HYDRA_HOSTS, hydra_hosts);
         if (plan->hydra_binding)

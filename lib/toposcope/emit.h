@@ -6,6 +6,9 @@
  *   machinefile   "HOST:COUNT" per node in hierarchy order
  *   hydra-hosts   "HOST:COUNT" per run of consecutive ranks on one node, in rank order: MPICH's
  *                 Hydra host file (toposcope/mpiplan.h)
+ *   lsf-affinity  "HOST CPUS" per rank, in rank order, CPUS the OS numbers of the rank's
+ *                 hardware threads joined by ',': LSF's affinity file, which Open MPI 5 follows
+ *                 (toposcope/mpienv.h)
  *   hints.yaml    levels (name, depth, groups, LogP), and per rank its node, slot, CPUs, group id
  *                 at every level and whether it leads that group (per node for measure-only)
  *   hints.env     the environment of one rank (TOPOSCOPE_*, and the MPI launchers' variables
@@ -30,13 +33,14 @@
 
 /* Absolute paths of the files hints.env points at (NULL: not written). */
 typedef struct ts_emit_paths {
-    const char *hints, *rankfile, *hostfile, *machinefile, *hydra_hosts;
+    const char *hints, *rankfile, *hostfile, *machinefile, *hydra_hosts, *lsf_affinity;
 } ts_emit_paths;
 
 int ts_emit_rankfile(const ts_placement *pl, FILE *out);
 int ts_emit_hostfile(const ts_placement *pl, FILE *out);
 int ts_emit_machinefile(const ts_placement *pl, FILE *out);
 int ts_emit_hydra_hosts(const ts_placement *pl, FILE *out);
+int ts_emit_lsf_affinity(const ts_placement *pl, FILE *out);
 int ts_emit_hints_yaml(const ts_hierarchy *h, const ts_placement *pl, const ts_groups *g,
                        const ts_policy *p, FILE *out);
 /* The environment of member `rank` (a rank, or a node for measure-only); paths may be NULL,

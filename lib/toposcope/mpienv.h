@@ -4,10 +4,13 @@
  * (toposcope/mpiplan.h works that out):
  *
  *   export_mca  Open MPI 4   OMPI_MCA_rmaps_rank_file_path=RANKFILE
- *               Open MPI 5   nothing: PRRTE removed the rank_file component's path parameter,
- *                            so it ignores the variable above, and its own route, TS_MPI_ENV_PRTE
- *                            below, breaks mpirun (see there); the command line does it:
- *                            mpirun --map-by rankfile:file=RANKFILE
+ *               Open MPI 5   LSB_AFFINITY_HOSTFILE=LSF_AFFINITY ("HOST CPUS" per rank, in rank
+ *                            order: ts_emit_lsf_affinity). PRRTE removed the rank_file
+ *                            component's path parameter, so it ignores the variable above, and
+ *                            its own route, TS_MPI_ENV_PRTE below, breaks mpirun (see there);
+ *                            PRRTE 3.0's rank_file mapper reads LSF's affinity file instead when
+ *                            the command line asks for no mapping. Each Open MPI ignores the
+ *                            other's variable (doc/testbed.md has the measured table).
  *   hydra       MPICH        HYDRA_HOST_FILE=HYDRA_HOSTS ("host:n", one line per run of
  *                            consecutive ranks on a node), HYDRA_BINDING=user:A+B,C+D
  *   intel_mpi   Intel MPI    I_MPI_HYDRA_HOST_FILE=HOSTFILE (it reads each host once),
@@ -29,13 +32,16 @@
  * yet. Once one does, ts_mpi_env_each can set it for export_mca: name and value are here. */
 #define TS_MPI_ENV_PRTE "PRTE_MCA_rmaps_default_mapping_policy"
 #define TS_MPI_PRTE_RANKFILE "rankfile:file="     /* the value: this, then the rankfile */
+#define TS_MPI_ENV_LSF_AFFINITY "LSB_AFFINITY_HOSTFILE"
 #define TS_MPI_ENV_HYDRA_HOSTS "HYDRA_HOST_FILE"
 #define TS_MPI_ENV_HYDRA_BINDING "HYDRA_BINDING"
 #define TS_MPI_ENV_INTEL_HOSTS "I_MPI_HYDRA_HOST_FILE"
 #define TS_MPI_ENV_INTEL_PERHOST "I_MPI_PERHOST"
 #define TS_MPI_ENV_INTEL_PIN "I_MPI_PIN_PROCESSOR_LIST"
-/* The Hydra host file's name beside the rankfile (the job's spool, toposcope place --out). */
+/* The Hydra host file's and LSF affinity file's names beside the rankfile (the job's spool,
+ * toposcope place --out). */
 #define TS_MPI_HYDRA_HOSTS_FILE "hydra-hosts"
+#define TS_MPI_LSF_AFFINITY_FILE "lsf-affinity"
 /* The longest path ts_mpi_env_each passes on (a longer one is left out). */
 #define TS_MPI_PATH_MAX 8192
 
@@ -51,7 +57,7 @@ typedef struct ts_mpi_plan {
 
 /* The files the variables point at; NULL: not written (its variables are left out). */
 typedef struct ts_mpi_paths {
-    const char *rankfile, *hostfile, *hydra_hosts;
+    const char *rankfile, *hostfile, *hydra_hosts, *lsf_affinity;
 } ts_mpi_paths;
 
 /* Calls set(ctx, KEY, VALUE) for each variable the plan and the paths give, in the order of the

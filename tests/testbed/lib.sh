@@ -103,6 +103,25 @@ tb_ompi_init_crashed() {
   grep -q 'Signal: Segmentation fault' "$1" && grep -q 'Failing at address: (nil)' "$1"
 }
 
+# "R HOST CPUS" per rank, in rank order, CPUS one by one ("0,1", ranges written out): where the
+# ranks of a twolevel_bcast run ran (its "rank=R host=H cpus=C" lines, file OUT), and where a
+# placement puts them (the hosts of its RANKFILE, the CPUs of its HINTS, hints.yaml).
+tb_cpus_one_by_one() {
+  awk '{ n = split($3, part, ","); out = ""
+         for (i = 1; i <= n; i++)
+           if (split(part[i], ab, "-") == 2) { for (c = ab[1]; c <= ab[2]; c++) out = out "," c }
+           else out = out "," part[i]
+         print $1, $2, substr(out, 2) }'
+}
+tb_ranks_ran() {   # OUT
+  sed -n 's/^rank=\([0-9]*\) host=\([^ ]*\) cpus=\([^ ]*\).*/\1 \2 \3/p' "$1" | tb_cpus_one_by_one | sort -n
+}
+tb_ranks_placed() {   # RANKFILE HINTS
+  join <(sed -n 's/^rank \([0-9]*\)=\([^ ]*\) .*/\1 \2/p' "$1" | sort) \
+       <(awk -v what=cpus -f "$TB_REPO/tests/hints_expect.awk" "$2" | sed 's/^rank=\([0-9]*\) cpus=/\1 /' | sort) |
+    tb_cpus_one_by_one | sort -n
+}
+
 # tb_sbatch_wait SECONDS SBATCH-ARGS...: what `timeout SECONDS sbatch --wait ARGS` does, without
 # sbatch's own polling, which sleeps 2 s, then up to 10 s, between looks at the job: submit,
 # then ask slurmctld every 0.2 s until the job has ended and its epilogs have run (not

@@ -41,7 +41,8 @@ static char *env_text(const ts_mpi_plan *plan, const ts_mpi_paths *paths)
     return buf;
 }
 
-static const ts_mpi_paths job_files = {"/j/rankfile", "/j/hostfile", "/j/hydra-hosts"};
+static const ts_mpi_paths job_files = {"/j/rankfile", "/j/hostfile", "/j/hydra-hosts",
+                                       "/j/lsf-affinity"};
 
 /* The variables for plan and paths hold the text has and not the text lacks (NULL: no check). */
 static void env_check(const ts_mpi_plan *plan, const ts_mpi_paths *paths, const char *has,
@@ -100,12 +101,15 @@ static void test_compact_one_pu(void)
     char *env = env_text(&t.plan, &job_files);
     is_str(env,
            "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\n"
+           "LSB_AFFINITY_HOSTFILE=/j/lsf-affinity\n"
            "HYDRA_HOST_FILE=/j/hydra-hosts\n"
            "HYDRA_BINDING=user:0,1\n"
            "I_MPI_HYDRA_HOST_FILE=/j/hostfile\n"
            "I_MPI_PERHOST=2\n"
            "I_MPI_PIN_PROCESSOR_LIST=0,1\n",
-           "the variables for Open MPI 4, MPICH and Intel MPI (none for Open MPI 5: PRRTE 3.0's breaks mpirun)");
+           "the variables for Open MPI 4 and 5 (LSF's affinity file: PRRTE 3.0's own breaks mpirun), MPICH and Intel MPI");
+    emit_is(ts_emit_lsf_affinity, &t.s.pl, "n1 0\nn1 1\nn2 0\nn2 1\n",
+            "LSF affinity file: per rank its host and the OS number of its core's one PU");
     free(env);
     plan_done(&t);
 }
@@ -116,6 +120,8 @@ static void test_compact_two_pus(void)
     ok(plan_for(&t, two_nodes, "2pack-2numa-8core-ht.xml", policy(TS_PLACE_COMPACT, 0, 1, 1, 2), 4) == TS_OK,
        "compact, 2 ranks per node: 4 ranks on 2 nodes of 2-PU cores, planned");
     is_str(t.plan.hydra_binding, "user:0+1,2+3", "HYDRA_BINDING: a core's two PUs joined by '+'");
+    emit_is(ts_emit_lsf_affinity, &t.s.pl, "n1 0,1\nn1 2,3\nn2 0,1\nn2 2,3\n",
+            "LSF affinity file: a core's two PUs, one by one");
     is_int(t.plan.intel_perhost, 2, "I_MPI_PERHOST=2");
     ok(t.plan.intel_pin == NULL, "no I_MPI_PIN_PROCESSOR_LIST: it pins a rank to one CPU");
     ok(strstr(t.note, "I_MPI_PIN_PROCESSOR_LIST left out: rank 0 has CPUs 0+1") != NULL, "the note says why: %s", t.note);
@@ -176,7 +182,8 @@ static void test_slurm_order(void)
        strstr(t.note, "Intel MPI's variables left out: srun starts host 1 on the job's node 1 in Slurm's order (n2)"),
        "the note says where: %s", t.note);
     char *env = env_text(&t.plan, &job_files);
-    is_str(env, "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\n", "Open MPI, which reads the rankfile, is still told");
+    is_str(env, "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\nLSB_AFFINITY_HOSTFILE=/j/lsf-affinity\n",
+           "Open MPI, which reads the rankfile, is still told");
     free(env);
     plan_done(&t);
     ok(plan_in(&t, two_nodes, "1pack-4core.xml", policy(TS_PLACE_SPREAD, 0, 1, 1, 0), 4, &in_order) == TS_OK &&
@@ -204,13 +211,14 @@ static void test_policy_switches(void)
     p.export_mca = 1;
     ts_mpi_plan_make(&plan, &s.pl, &p, NULL, note, sizeof note, &err);
     env = env_text(&plan, &job_files);
-    is_str(env, "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\n",
-           "export_mca alone: Open MPI 4's variable only, never " TS_MPI_ENV_PRTE " (mpirun exits 251 on PRRTE 3.0)");
+    is_str(env, "OMPI_MCA_rmaps_rank_file_path=/j/rankfile\nLSB_AFFINITY_HOSTFILE=/j/lsf-affinity\n",
+           "export_mca alone: Open MPI 4's and 5's variables only, never " TS_MPI_ENV_PRTE " (mpirun exits 251 on PRRTE 3.0)");
     free(env);
     p.hydra = 1;
     ts_mpi_plan_make(&plan, &s.pl, &p, NULL, note, sizeof note, &err);
-    ts_mpi_paths no_hydra_file = {"/j/rankfile", "/j/hostfile", NULL};
+    ts_mpi_paths no_hydra_file = {"/j/rankfile", "/j/hostfile", NULL, NULL};
     env_check(&plan, &no_hydra_file, NULL, "HYDRA_", "no Hydra host file written: no HYDRA_ variable");
+    env_check(&plan, &no_hydra_file, NULL, "LSB_", "no LSF affinity file written: no LSB_ variable");
     ts_mpi_plan_free(&plan);
     done(&s);
 

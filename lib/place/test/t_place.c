@@ -155,6 +155,22 @@ static void test_compact(void)
     done(&s);
 }
 
+/* An inferred root may hold nodes and one switch (distances cannot tell that from two leaves
+ * under a spine); compact still fills the root's own nodes in a row, then the switch's. */
+static void test_compact_root_with_nodes(void)
+{
+    setup s;
+    ts_policy p = policy(TS_PLACE_COMPACT, 0, 1, 1, 1);
+    run(&s, "SwitchName=s2 Nodes=n[2,4,6,8]\nSwitchName=s1 Switches=s2 Nodes=n[1,3,5,7]\n",
+        "1pack-4core.xml", &p, 8);
+    ok(s.rc == TS_OK, "compact on a root with nodes and a switch: 8 ranks, one per node %s", s.err.text);
+    char order[64] = "";
+    for (int r = 0; r < 8 && s.rc == TS_OK; r++)
+        snprintf(order + strlen(order), sizeof order - strlen(order), "%s%s", r ? " " : "", host(&s, r));
+    is_str(order, "n1 n3 n5 n7 n2 n4 n6 n8", "the root's own nodes in a row, then the switch's");
+    done(&s);
+}
+
 static void test_spread(void)
 {
     setup s;
@@ -371,7 +387,7 @@ static void test_emitters(void)
        "and per rank its groups and leadership");
     free(buf);
     f = open_memstream(&buf, &len);
-    ts_emit_paths paths = { "/o/hints.yaml", "/o/rankfile", "/o/hostfile", "/o/machinefile", NULL };
+    ts_emit_paths paths = { "/o/hints.yaml", "/o/rankfile", "/o/hostfile", "/o/machinefile", NULL, NULL };
     p.export_mca = 1;
     ts_mpi_plan mpi;
     char note[256];
@@ -496,6 +512,7 @@ static void test_place_job(void)
 int main(void)
 {
     test_compact();
+    test_compact_root_with_nodes();
     test_spread();
     test_block();
     test_cores_per_rank();
