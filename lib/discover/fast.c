@@ -237,6 +237,26 @@ static int new_region(fast *F, int vert)
     return F->nreg++;
 }
 
+/* A measurement in a depth's index: the region it measured (from the depth's first), its pair
+ * (pair_key) and where it is in F->M. */
+typedef struct indexed_meas {
+    uint64_t key;
+    long j;
+    int reg;
+} indexed_meas;
+
+/* The current depth's measurements at the current samples per pair in (region, pair, position)
+ * order: region first + r's are at[start[r], start[r + 1]). Every decision reads a region's
+ * measurements grouped by pair; a batch only adds to them, so each batch's are merged in
+ * (update_region_index) rather than the region's all sorted again. */
+typedef struct region_index {
+    indexed_meas *at, *spare;   /* the index, and the buffer the next merge writes */
+    long n, cap;
+    long *start;
+    long upto;              /* F->M[0, upto) have been looked at */
+    int first, k;           /* the depth (its first region) and samples per pair indexed */
+} region_index;
+
 typedef struct walk {
     int first, last;        /* regions [first, last) are the current depth */
     int *rstart;            /* region first + r's live nodes: order[rstart[r], rstart[r + 1]) */
@@ -246,7 +266,7 @@ typedef struct walk {
     size_t stride;
     int np[BATCH];
     ts_pair_stats *st;
-    long *mstart, *midx;    /* this depth's measurements by region (index_by_region) */
+    region_index ix;        /* this depth's measurements by region and pair */
 } walk;
 
 static void group_by_region(const fast *F, walk *W)
@@ -465,6 +485,86 @@ static int cmp_pair_resid(const void *x, const void *y)
     return a->r < b->r ? -1 : a->r > b->r ? 1 : (a->j > b->j) - (a->j < b->j);
 }
 
+/* A double's bits as an unsigned integer in the double's order (-0 as 0). */
+static uint64_t order_bits(double r)
+{
+    uint64_t u;
+    if (r == 0)
+        r = 0;
+    memcpy(&u, &r, sizeof u);
+    return u >> 63 ? ~u : u | (uint64_t)1 << 63;
+}
+
+typedef struct sort_key {
+    uint64_t bits;
+    long at;
+} sort_key;
+
+#define RADIX_BITS 11
+#define RADIX_MIN 512       /* fewer pairs than this: qsort */
+
+/* y[0..n-1] in cmp_pair_resid's order. Every decision of every batch sorts its regions' pairs
+ * by residual, and the residuals move with every offset fit, so the order is found afresh
+ * each time: by a least-significant-digit radix sort on the residuals' bits, in linear time
+ * (a comparison sort of the big regions' hundreds of thousands of pairs was most of the
+ * method's time), ties then put in the comparison's order. Returns TS_OK or TS_ENOMEM. */
+static int sort_pair_resid(pair_resid *y, long n)
+{
+    int nan = 0;
+    for (long i = 0; i < n && !nan; i++)
+        nan = isnan(y[i].r);
+    if (n < RADIX_MIN || nan) {     /* (NaN has no place in the bits' order) */
+        qsort(y, (size_t)n, sizeof *y, cmp_pair_resid);
+        return TS_OK;
+    }
+    enum { DIGITS = (64 + RADIX_BITS - 1) / RADIX_BITS, BUCKETS = 1 << RADIX_BITS };
+    sort_key *key = malloc(sizeof *key * (size_t)n), *tmp = malloc(sizeof *tmp * (size_t)n);
+    pair_resid *out = malloc(sizeof *out * (size_t)n);
+    long (*count)[BUCKETS] = calloc(DIGITS, sizeof *count);
+    if (!key || !tmp || !out || !count) {
+        free(key);
+        free(tmp);
+        free(out);
+        free(count);
+        return TS_ENOMEM;
+    }
+    for (long i = 0; i < n; i++) {
+        key[i] = (sort_key){order_bits(y[i].r), i};
+        for (int d = 0; d < DIGITS; d++)
+            count[d][key[i].bits >> (d * RADIX_BITS) & (BUCKETS - 1)]++;
+    }
+    for (int d = 0; d < DIGITS; d++) {
+        long *c = count[d], sum = 0;
+        if (c[key[0].bits >> (d * RADIX_BITS) & (BUCKETS - 1)] == n)
+            continue;           /* every key has this digit alike */
+        for (int b = 0; b < BUCKETS; b++) {
+            long here = c[b];
+            c[b] = sum;
+            sum += here;
+        }
+        for (long i = 0; i < n; i++)
+            tmp[c[key[i].bits >> (d * RADIX_BITS) & (BUCKETS - 1)]++] = key[i];
+        sort_key *t = key;
+        key = tmp;
+        tmp = t;
+    }
+    for (long i = 0; i < n; i++)
+        out[i] = y[key[i].at];
+    /* equal residuals by their first measurement, as cmp_pair_resid has them */
+    for (long i = 1; i < n; i++)
+        for (long k = i; k > 0 && key[k].bits == key[k - 1].bits && out[k].j < out[k - 1].j; k--) {
+            pair_resid t = out[k];
+            out[k] = out[k - 1];
+            out[k - 1] = t;
+        }
+    memcpy(y, out, sizeof *y * (size_t)n);
+    free(key);
+    free(tmp);
+    free(out);
+    free(count);
+    return TS_OK;
+}
+
 /* Kruskal forest over the region's members in residual order: kpar/ktime per node. */
 typedef struct forest {
     int *par, *rank;
@@ -624,12 +724,6 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
 }
 
 /* ---- step 4: decide ---- */
-
-static int cmp_resid_pair(const void *x, const void *y)
-{
-    const resid *a = x, *b = y;
-    return a->key < b->key ? -1 : a->key > b->key ? 1 : (a->j > b->j) - (a->j < b->j);
-}
 
 /* Whether the pairs of a region without a gap fit a star: each pair's mean against the model
  * mean = o[a] + o[b] (every host its own offset, fitted here, weighted by the pair's count of
@@ -873,8 +967,8 @@ out:
 static int region_residuals(fast *F, const walk *W, int r, resid **xp, long *mp,
                             pair_resid **yp, long *np)
 {
-    const long *idx = W->midx + W->mstart[r];
-    long m = 0, n = 0, cnt = W->mstart[r + 1] - W->mstart[r];
+    const indexed_meas *at = W->ix.at + W->ix.start[r];
+    long m = 0, n = 0, cnt = W->ix.start[r + 1] - W->ix.start[r];
     resid *x = malloc(sizeof *x * (size_t)(cnt + 1));
     pair_resid *y = malloc(sizeof *y * (size_t)(cnt + 1));
     if (!x || !y) {
@@ -882,12 +976,12 @@ static int region_residuals(fast *F, const walk *W, int r, resid **xp, long *mp,
         free(y);
         return TS_ENOMEM;
     }
+    /* in pair order already (the index's) */
     for (long i = 0; i < cnt; i++) {
-        const meas *q = &F->M[idx[i]];
+        const meas *q = &F->M[at[i].j];
         if (!F->dead[q->a] && !F->dead[q->b])
-            x[m++] = (resid){q->v - F->off[q->a] - F->off[q->b], idx[i], pair_key(q->a, q->b)};
+            x[m++] = (resid){q->v - F->off[q->a] - F->off[q->b], at[i].j, at[i].key};
     }
-    qsort(x, (size_t)m, sizeof *x, cmp_resid_pair);
     for (long j = 0; j < m; n++) {
         long e = j;
         double sum = 0;
@@ -896,7 +990,11 @@ static int region_residuals(fast *F, const walk *W, int r, resid **xp, long *mp,
         y[n] = (pair_resid){sum / (double)(e - j), x[j].j, j, e - j};
         j = e;
     }
-    qsort(y, (size_t)n, sizeof *y, cmp_pair_resid);
+    if (sort_pair_resid(y, n) != TS_OK) {
+        free(x);
+        free(y);
+        return TS_ENOMEM;
+    }
     *xp = x;
     *mp = m;
     *yp = y;
@@ -1061,25 +1159,76 @@ static void settle_region(fast *F, region *R, int *escalate)
         *escalate = 1;
 }
 
-/* The current depth's measurements at the current samples per pair, by region: region
- * first + r's are W->midx[W->mstart[r], W->mstart[r + 1]), in the order they were taken. */
-static int index_by_region(const fast *F, walk *W)
+static int cmp_indexed_meas(const void *x, const void *y)
 {
+    const indexed_meas *a = x, *b = y;
+    if (a->reg != b->reg)
+        return a->reg < b->reg ? -1 : 1;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return (a->j > b->j) - (a->j < b->j);
+}
+
+/* Brings W->ix up to the measurements taken since it was last brought up: they are sorted
+ * among themselves (one batch) and merged in. A new depth, or samples per pair doubled (the
+ * depth's measurements so far no longer count), starts it afresh. */
+static int update_region_index(const fast *F, walk *W)
+{
+    region_index *ix = &W->ix;
     int nr = W->last - W->first;
-    free(W->mstart);
-    free(W->midx);
-    W->mstart = calloc((size_t)nr + 2, sizeof(long));
-    W->midx = malloc(sizeof(long) * (size_t)(F->nm + 1));
-    if (!W->mstart || !W->midx)
-        return TS_ENOMEM;
-    for (long j = 0; j < F->nm; j++)
-        if (F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k)
-            W->mstart[F->M[j].reg - W->first + 2]++;
+    if (!ix->start || ix->first != W->first || ix->k != F->k) {
+        free(ix->start);
+        ix->start = calloc((size_t)nr + 1, sizeof(long));
+        if (!ix->start)
+            return TS_ENOMEM;
+        ix->n = 0;
+        ix->upto = F->depth_first_meas;
+        ix->first = W->first;
+        ix->k = F->k;
+    }
+    long fresh = 0;
+    for (long j = ix->upto; j < F->nm; j++)
+        fresh += F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k;
+    if (ix->n + fresh > ix->cap) {
+        long cap = 2 * (ix->n + fresh) + 1024;
+        indexed_meas *at = realloc(ix->at, sizeof *at * (size_t)cap);
+        if (at)
+            ix->at = at;
+        indexed_meas *spare = realloc(ix->spare, sizeof *spare * (size_t)cap);
+        if (spare)
+            ix->spare = spare;
+        if (!at || !spare)
+            return TS_ENOMEM;
+        ix->cap = cap;
+    }
+    /* the fresh ones sorted at the spare's end, then merged with the index from its start
+     * (the merge never overtakes them: it has written fewer than it has read) */
+    indexed_meas *add = ix->spare + ix->cap - fresh;
+    long a = 0;
+    for (long j = ix->upto; j < F->nm; j++) {
+        const meas *q = &F->M[j];
+        if (q->reg >= W->first && q->reg < W->last && q->k == F->k)
+            add[a++] = (indexed_meas){pair_key(q->a, q->b), j, q->reg - W->first};
+    }
+    qsort(add, (size_t)fresh, sizeof *add, cmp_indexed_meas);
+    long i = 0, o = 0;
+    a = 0;
+    while (i < ix->n || a < fresh) {
+        if (a == fresh || (i < ix->n && cmp_indexed_meas(&ix->at[i], &add[a]) < 0))
+            ix->spare[o++] = ix->at[i++];
+        else
+            ix->spare[o++] = add[a++];
+    }
+    indexed_meas *t = ix->at;
+    ix->at = ix->spare;
+    ix->spare = t;
+    ix->n = o;
+    ix->upto = F->nm;
+    memset(ix->start, 0, sizeof(long) * ((size_t)nr + 1));
+    for (long e = 0; e < ix->n; e++)
+        ix->start[ix->at[e].reg + 1]++;
     for (int r = 0; r < nr; r++)
-        W->mstart[r + 2] += W->mstart[r + 1];
-    for (long j = 0; j < F->nm; j++)
-        if (F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k)
-            W->midx[W->mstart[F->M[j].reg - W->first + 1]++] = j;
+        ix->start[r + 1] += ix->start[r];
     return TS_OK;
 }
 
@@ -1091,7 +1240,7 @@ static int decide_depth(fast *F, walk *W)
     if (!K.par || !K.rank || !K.time)
         rc = TS_ENOMEM;
     if (rc == TS_OK)
-        rc = index_by_region(F, W);
+        rc = update_region_index(F, W);
     for (int pass = 0; pass < FIT_PASSES && rc == TS_OK; pass++) {
         rc = fit_offsets(F, F->depth_first_meas);
         pairset_clear(&F->sep);
@@ -1288,8 +1437,9 @@ static int fast_run(fast *F)
         F->depth++;
     }
 out:
-    free(W.mstart);
-    free(W.midx);
+    free(W.ix.at);
+    free(W.ix.spare);
+    free(W.ix.start);
     free(next_reg);
     free(W.order);
     free(W.rstart);
