@@ -243,6 +243,8 @@ typedef struct indexed_meas {
     uint64_t key;
     long j;
     int reg;
+    int a, b;               /* F->M[j]'s pair and round trip, copied: the index is read in */
+    double v;               /* pair order, F->M would be read at random */
 } indexed_meas;
 
 /* The current depth's measurements at the current samples per pair in (region, pair, position)
@@ -257,6 +259,26 @@ typedef struct region_index {
     int first, k;           /* the depth (its first region) and samples per pair indexed */
 } region_index;
 
+/* A buffer the decisions reuse from batch to batch: a big region's arrays run to megabytes,
+ * and allocating them afresh in every decision was paid again in page faults. */
+typedef struct scratch {
+    void *p;
+    size_t size;
+} scratch;
+
+/* The buffer, at least size bytes (its contents are not kept), or NULL when out of memory. */
+static void *scratch_get(scratch *s, size_t size)
+{
+    if (size > s->size) {
+        free(s->p);
+        s->size = 0;
+        if (!(s->p = malloc(size)))
+            return NULL;
+        s->size = size;
+    }
+    return s->p;
+}
+
 typedef struct walk {
     int first, last;        /* regions [first, last) are the current depth */
     int *rstart;            /* region first + r's live nodes: order[rstart[r], rstart[r + 1]) */
@@ -267,6 +289,8 @@ typedef struct walk {
     int np[BATCH];
     ts_pair_stats *st;
     region_index ix;        /* this depth's measurements by region and pair */
+    scratch resids, pairs_by_resid, sort_keys, sort_tmp, sort_out, gap; /* (region_residuals,
+                               * sort_pair_resid, find_level_gap) */
 } walk;
 
 static void group_by_region(const fast *F, walk *W)
@@ -470,13 +494,15 @@ static int fit_offsets(fast *F, long first)
 typedef struct resid {
     double r;
     long j;                 /* index into F->M */
-    uint64_t key;           /* its pair (pair_key) */
+    uint64_t key;           /* its pair (pair_key) ... */
+    int a, b;               /* ... as F->M[j] has it */
 } resid;
 
 typedef struct pair_resid {
     double r;               /* the mean residual of the pair's measurements */
     long j;                 /* index into F->M of its first measurement */
     long first, n;          /* its measurements in the pair-ordered list */
+    int a, b;               /* the pair (as in F->M: the decisions read them in residual order) */
 } pair_resid;
 
 static int cmp_pair_resid(const void *x, const void *y)
@@ -508,7 +534,7 @@ typedef struct sort_key {
  * each time: by a least-significant-digit radix sort on the residuals' bits, in linear time
  * (a comparison sort of the big regions' hundreds of thousands of pairs was most of the
  * method's time), ties then put in the comparison's order. Returns TS_OK or TS_ENOMEM. */
-static int sort_pair_resid(pair_resid *y, long n)
+static int sort_pair_resid(walk *W, pair_resid *y, long n)
 {
     int nan = 0;
     for (long i = 0; i < n && !nan; i++)
@@ -518,13 +544,11 @@ static int sort_pair_resid(pair_resid *y, long n)
         return TS_OK;
     }
     enum { DIGITS = (64 + RADIX_BITS - 1) / RADIX_BITS, BUCKETS = 1 << RADIX_BITS };
-    sort_key *key = malloc(sizeof *key * (size_t)n), *tmp = malloc(sizeof *tmp * (size_t)n);
-    pair_resid *out = malloc(sizeof *out * (size_t)n);
+    sort_key *key = scratch_get(&W->sort_keys, sizeof *key * (size_t)n);
+    sort_key *tmp = scratch_get(&W->sort_tmp, sizeof *tmp * (size_t)n);
+    pair_resid *out = scratch_get(&W->sort_out, sizeof *out * (size_t)n);
     long (*count)[BUCKETS] = calloc(DIGITS, sizeof *count);
     if (!key || !tmp || !out || !count) {
-        free(key);
-        free(tmp);
-        free(out);
         free(count);
         return TS_ENOMEM;
     }
@@ -558,9 +582,6 @@ static int sort_pair_resid(pair_resid *y, long n)
             out[k - 1] = t;
         }
     memcpy(y, out, sizeof *y * (size_t)n);
-    free(key);
-    free(tmp);
-    free(out);
     free(count);
     return TS_OK;
 }
@@ -635,7 +656,7 @@ static double gap_margin(const pair_resid *x, long k, long t, long m)
 }
 
 /* The widest consistent cut of x[0..m-1] (sorted) among the nmem members (see the header). */
-static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nmem,
+static level_gap find_level_gap(walk *W, forest *K, const int *mem, int nmem,
                                 const pair_resid *x, long m)
 {
     level_gap best = {0, 0, 0, 0, INFINITY, NAN, NAN, NAN};
@@ -646,13 +667,13 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
         K->rank[mem[i]] = 0;
         K->time[mem[i]] = LONG_MAX;
     }
-    long *merges = calloc((size_t)(3 * m + 3), sizeof(long));   /* merges, viol, conn */
+    long *merges = scratch_get(&W->gap, sizeof(long) * (size_t)(3 * m + 3)); /* merges, viol, conn */
     if (!merges)
         return best;
+    memset(merges, 0, sizeof(long) * (size_t)(3 * m + 3));
     long *viol = merges + m + 1;
     for (long j = 0; j < m; j++) {
-        const meas *q = &F->M[x[j].j];
-        int a = forest_root(K, q->a), b = forest_root(K, q->b);
+        int a = forest_root(K, x[j].a), b = forest_root(K, x[j].b);
         merges[j + 1] = merges[j] + (a != b);
         if (a == b)
             continue;
@@ -668,7 +689,7 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
     /* edge j violates every cut k with connected_at(j) < k <= j (a far pair inside a child) */
     long *conn = viol + m + 1;
     for (long j = 0; j < m; j++) {
-        long c = connected_at(K, F->M[x[j].j].a, F->M[x[j].j].b);
+        long c = connected_at(K, x[j].a, x[j].b);
         conn[j] = c;
         if (c < j) {
             viol[c + 1]++;
@@ -719,7 +740,6 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
      * FALSE_SPLIT (the widest of m exponential spacings exceeds the mean by ~ln m) */
     best.threshold = threshold;
     best.significant = best.k > 0 && best.margin >= threshold;
-    free(merges);
     return best;
 }
 
@@ -835,8 +855,7 @@ static int collect_child_pairs(fast *F, const pair_resid *y, long n, double far_
     for (long i = 0; i < n; i++) {
         if (y[i].r > far_hi)
             continue;
-        const meas *q = &F->M[y[i].j];
-        g[N++] = (keyed_resid){pair_key(ts_uf_find(F->uf, q->a), ts_uf_find(F->uf, q->b)), y[i].r};
+        g[N++] = (keyed_resid){pair_key(ts_uf_find(F->uf, y[i].a), ts_uf_find(F->uf, y[i].b)), y[i].r};
     }
     qsort(g, (size_t)N, sizeof *g, cmp_keyed_resid);
     *within = 0;
@@ -964,37 +983,30 @@ out:
  * order), and one residual per pair, their mean, in residual order (y; y[i].j is the index
  * in x of the pair's first measurement, y[i].n their count): the gap is looked for among
  * pairs, a pair measured twice (tournaments) counting once. */
-static int region_residuals(fast *F, const walk *W, int r, resid **xp, long *mp,
+static int region_residuals(fast *F, walk *W, int r, resid **xp, long *mp,
                             pair_resid **yp, long *np)
 {
     const indexed_meas *at = W->ix.at + W->ix.start[r];
     long m = 0, n = 0, cnt = W->ix.start[r + 1] - W->ix.start[r];
-    resid *x = malloc(sizeof *x * (size_t)(cnt + 1));
-    pair_resid *y = malloc(sizeof *y * (size_t)(cnt + 1));
-    if (!x || !y) {
-        free(x);
-        free(y);
+    resid *x = scratch_get(&W->resids, sizeof *x * (size_t)(cnt + 1));
+    pair_resid *y = scratch_get(&W->pairs_by_resid, sizeof *y * (size_t)(cnt + 1));
+    if (!x || !y)
         return TS_ENOMEM;
-    }
     /* in pair order already (the index's) */
-    for (long i = 0; i < cnt; i++) {
-        const meas *q = &F->M[at[i].j];
-        if (!F->dead[q->a] && !F->dead[q->b])
-            x[m++] = (resid){q->v - F->off[q->a] - F->off[q->b], at[i].j, at[i].key};
-    }
+    for (long i = 0; i < cnt; i++)
+        if (!F->dead[at[i].a] && !F->dead[at[i].b])
+            x[m++] = (resid){at[i].v - F->off[at[i].a] - F->off[at[i].b], at[i].j, at[i].key,
+                             at[i].a, at[i].b};
     for (long j = 0; j < m; n++) {
         long e = j;
         double sum = 0;
         while (e < m && x[e].key == x[j].key)
             sum += x[e++].r;
-        y[n] = (pair_resid){sum / (double)(e - j), x[j].j, j, e - j};
+        y[n] = (pair_resid){sum / (double)(e - j), x[j].j, j, e - j, x[j].a, x[j].b};
         j = e;
     }
-    if (sort_pair_resid(y, n) != TS_OK) {
-        free(x);
-        free(y);
+    if (sort_pair_resid(W, y, n) != TS_OK)
         return TS_ENOMEM;
-    }
     *xp = x;
     *mp = m;
     *yp = y;
@@ -1017,8 +1029,7 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
         joined = 0;
         pairset_clear(&once);
         for (long i = 0; i < k; i++) {
-            const meas *q = &F->M[y[i].j];
-            int fa = ts_uf_find(F->uf, q->a), fb = ts_uf_find(F->uf, q->b);
+            int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
             if (fa == fb)
                 continue;
             if (y[i].n < 2 && i > k / 2 && !pairset_has(&once, fa, fb)) {
@@ -1036,7 +1047,7 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
     return TS_OK;
 }
 
-static int decide_region(fast *F, walk *W, int r, forest *K)
+static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
 {
     region *R = &F->R[W->first + r];
     const int *mem = W->order + W->rstart[r];
@@ -1047,8 +1058,8 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
     pair_resid *y;
     long m, np;
     if (region_residuals(F, W, r, &x, &m, &y, &np) != TS_OK)
-        return TS_ENOMEM;
-    level_gap g = find_level_gap(F, K, mem, nmem, y, np);
+        return TS_ENOMEM;     /* (x and y are W's scratch) */
+    level_gap g = find_level_gap(W, K, mem, nmem, y, np);
     /* a region in its first tournament looks at its pairs once a batch: each look before
      * every pair has met spends a share of FALSE_SPLIT (Bonferroni over the looks) */
     int cycle = nmem + (nmem & 1) - 1;
@@ -1069,14 +1080,16 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
         for (long e = y[i].first; e < y[i].first + y[i].n; e++)
             F->M[x[e].j].cls = cls;
     }
-    if (R->has_cut && join_fragments(F, y, g.k) != TS_OK) {
-        free(x);
-        free(y);
-        return TS_ENOMEM;
-    }
     R->level = np > 0 ? F->M[y[g.k + g.t + (np - g.k - g.t) / 2].j].v : NAN;
     if (R->has_cut && g.gap_us / g.margin > F->noise_us)
         F->noise_us = g.gap_us / g.margin;
+    /* A pass before the last classifies the pairs for the next offset fit, no more: the last
+     * pass finds a big region's fragments and separations afresh. (A small region's tests of
+     * its children keep what each pass found, so it takes every step every pass.) */
+    if (!last_pass && nmem > STAR_PROOF_MAX)
+        return TS_OK;
+    if (R->has_cut && join_fragments(F, y, g.k) != TS_OK)
+        return TS_ENOMEM;
     /* fragments and the fragment pairs known apart */
     R->nfrag = 0;
     for (int i = 0; i < nmem; i++)
@@ -1084,8 +1097,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
     R->nsep = 0;
     int rc = TS_OK;
     for (long i = g.k + g.t; R->has_cut && i < np && rc == TS_OK; i++) {
-        const meas *q = &F->M[y[i].j];
-        int fa = ts_uf_find(F->uf, q->a), fb = ts_uf_find(F->uf, q->b);
+        int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
         if (fa == fb || y[i].r > g.far_hi)
             continue;
         /* a pair measured twice (a tournament's second half) is a second opinion of itself */
@@ -1112,8 +1124,6 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
         R->vary_z = R->grouped ? NAN
                                : child_pairs_vary(F, y + g.k + g.t, np - g.k - g.t, g.far_hi);
     }
-    free(x);
-    free(y);
     return rc;
 }
 
@@ -1208,7 +1218,7 @@ static int update_region_index(const fast *F, walk *W)
     for (long j = ix->upto; j < F->nm; j++) {
         const meas *q = &F->M[j];
         if (q->reg >= W->first && q->reg < W->last && q->k == F->k)
-            add[a++] = (indexed_meas){pair_key(q->a, q->b), j, q->reg - W->first};
+            add[a++] = (indexed_meas){pair_key(q->a, q->b), j, q->reg - W->first, q->a, q->b, q->v};
     }
     qsort(add, (size_t)fresh, sizeof *add, cmp_indexed_meas);
     long i = 0, o = 0;
@@ -1246,7 +1256,7 @@ static int decide_depth(fast *F, walk *W)
         pairset_clear(&F->sep);
         pairset_clear(&F->once);
         for (int r = 0; r < nr && rc == TS_OK; r++)
-            rc = decide_region(F, W, r, &K);
+            rc = decide_region(F, W, r, &K, pass == FIT_PASSES - 1);
     }
     for (int r = 0; r < nr && rc == TS_OK; r++)
         settle_region(F, &F->R[W->first + r], &escalate);
@@ -1437,6 +1447,9 @@ static int fast_run(fast *F)
         F->depth++;
     }
 out:
+    scratch *buffers[] = {&W.resids, &W.pairs_by_resid, &W.sort_keys, &W.sort_tmp, &W.sort_out, &W.gap};
+    for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
+        free(buffers[i]->p);
     free(W.ix.at);
     free(W.ix.spare);
     free(W.ix.start);
