@@ -17,16 +17,24 @@ static double huber_weight(double resid, double scale)
     return a <= HUBER_C * scale || scale <= 0 ? 1.0 : HUBER_C * scale / a;
 }
 
-/* Equations by node: the used ones of node i are idx[start[i], start[i + 1]). */
-static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp, long **idxp)
+/* One used equation as one of its nodes sees it: the other node, the class, the round trip. */
+typedef struct node_eq {
+    int other, cls;
+    double v;
+} node_eq;
+
+/* Equations by node: the used ones of node i are eq[start[i], start[i + 1]), in the order of
+ * obs. Copied rather than indexed: the sweeps read each node's equations in turn, and reading
+ * them through an index went to obs at random (megabytes, for a big region). */
+static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp, node_eq **eqp)
 {
     long *start = calloc((size_t)n + 1, sizeof(long));
     long *fill = malloc(sizeof(long) * ((size_t)n + 1));
-    long *idx = malloc(sizeof(long) * (size_t)(2 * m + 1));
-    if (!start || !fill || !idx) {
+    node_eq *eq = malloc(sizeof *eq * (size_t)(2 * m + 1));
+    if (!start || !fill || !eq) {
         free(start);
         free(fill);
-        free(idx);
+        free(eq);
         return -1;
     }
     for (long j = 0; j < m; j++)
@@ -39,12 +47,13 @@ static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp,
     memcpy(fill, start, sizeof(long) * (size_t)n);
     for (long j = 0; j < m; j++)
         if (obs[j].cls >= 0) {
-            idx[fill[obs[j].a]++] = j;
-            idx[fill[obs[j].b]++] = j;
+            const ts_offset_obs *o = &obs[j];
+            eq[fill[o->a]++] = (node_eq){o->b, o->cls, o->v};
+            eq[fill[o->b]++] = (node_eq){o->a, o->cls, o->v};
         }
     free(fill);
     *startp = start;
-    *idxp = idx;
+    *eqp = eq;
     return 0;
 }
 
@@ -82,11 +91,12 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
                         double *level, int sweeps, const double *prior, const double *prior_w,
                         double *weight)
 {
-    long *start, *idx;
+    long *start;
+    node_eq *eq;
     double *scale = calloc((size_t)ncls + 1, sizeof(double));
     double *sum = malloc(sizeof(double) * ((size_t)ncls + 1));
     double *wsum = malloc(sizeof(double) * ((size_t)ncls + 1));
-    if (!scale || !sum || !wsum || index_by_node(n, obs, m, &start, &idx)) {
+    if (!scale || !sum || !wsum || index_by_node(n, obs, m, &start, &eq)) {
         free(scale);
         free(sum);
         free(wsum);
@@ -107,11 +117,10 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
             /* the prior (an earlier fit) or the shrinkage: one equation saying 0 */
             double den = prior ? prior_w[i] + shrink : shrink, num = prior ? den * prior[i] : 0;
             for (long k = start[i]; k < start[i + 1]; k++) {
-                const ts_offset_obs *o = &obs[idx[k]];
-                int other = o->a == i ? o->b : o->a;
+                const node_eq *o = &eq[k];
                 if (!isfinite(level[o->cls]))
                     continue;
-                double x = o->v - off[other] - level[o->cls];
+                double x = o->v - off[o->other] - level[o->cls];
                 /* a class's equations count by its precision: the far pairs of a loaded top
                  * region vary by several us with the load, a leaf's pairs by the jitter */
                 double sc = scale[o->cls] > 0 ? scale[o->cls] : 1;
@@ -138,7 +147,7 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
             level[c] += 2 * mean;
     }
     free(start);
-    free(idx);
+    free(eq);
     free(scale);
     free(sum);
     free(wsum);
