@@ -78,7 +78,6 @@ typedef struct meas {
     int reg;                /* the region whose rounds measured it */
     int k;                  /* samples per pair it was taken with */
     double v;               /* the minimum of its samples, us */
-    int cls;                /* class in the offset fit (the region), or -1: near, stale, outlier */
 } meas;
 
 typedef struct region {
@@ -120,6 +119,9 @@ typedef struct fast {
     region *R;
     int nreg, capreg;
     meas *M;                /* every measurement, all depths (the offsets use them all) */
+    ts_offset_obs *obs;     /* ... each as an equation of the offset fit: its class is the
+                             * region, or -1 (near, stale, outlier); kept beside F->M, as the
+                             * fit reads it, rather than copied for every fit */
     long nm, capm;
     double *off;            /* host offsets, us */
     double *weight;         /* ... the weight of the equations behind each */
@@ -425,9 +427,13 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
         while (cap < F->nm + np)
             cap *= 2;
         meas *m = realloc(F->M, sizeof *m * (size_t)cap);
-        if (!m)
+        if (m)
+            F->M = m;
+        ts_offset_obs *obs = realloc(F->obs, sizeof *obs * (size_t)cap);
+        if (obs)
+            F->obs = obs;
+        if (!m || !obs)
             return TS_ENOMEM;
-        F->M = m;
         F->capm = cap;
     }
     for (int i = 0; i < np; i++) {
@@ -443,8 +449,8 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
         }
         F->count[st[i].a]++;
         F->count[st[i].b]++;
-        F->M[F->nm++] = (meas){st[i].a, st[i].b, F->reg[st[i].a], F->k, st[i].min_us,
-                               F->reg[st[i].a]};
+        F->M[F->nm] = (meas){st[i].a, st[i].b, F->reg[st[i].a], F->k, st[i].min_us};
+        F->obs[F->nm++] = (ts_offset_obs){st[i].a, st[i].b, F->reg[st[i].a], st[i].min_us};
     }
     return TS_OK;
 }
@@ -472,19 +478,12 @@ static int measure_batch(fast *F, walk *W)
  * only what it measured, not every pair since the start. */
 static int fit_offsets(fast *F, long first)
 {
-    long m = F->nm - first;
-    ts_offset_obs *obs = malloc(sizeof *obs * (size_t)(m + 1));
     double *level = malloc(sizeof(double) * (size_t)(F->nreg + 1));
-    int rc = obs && level ? TS_OK : TS_ENOMEM;
-    for (long j = 0; rc == TS_OK && j < m; j++) {
-        const meas *q = &F->M[first + j];
-        obs[j] = (ts_offset_obs){q->a, q->b, q->cls, q->v};
-    }
-    if (rc == TS_OK && ts_fit_host_offsets(F->n, obs, m, F->nreg, F->off, level, OFFSET_SWEEPS,
-                                           F->depth > 0 ? F->prior : NULL, F->prior_w,
-                                           F->weight) != 0)
+    int rc = level ? TS_OK : TS_ENOMEM;
+    if (rc == TS_OK && ts_fit_host_offsets(F->n, F->obs + first, F->nm - first, F->nreg, F->off,
+                                           level, OFFSET_SWEEPS, F->depth > 0 ? F->prior : NULL,
+                                           F->prior_w, F->weight) != 0)
         rc = TS_ENOMEM;
-    free(obs);
     free(level);
     return rc;
 }
@@ -1078,7 +1077,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     for (long i = 0; i < np; i++) {
         int cls = !g.significant ? ri : i < g.k + g.t || y[i].r > g.far_hi ? -1 : ri;
         for (long e = y[i].first; e < y[i].first + y[i].n; e++)
-            F->M[x[e].j].cls = cls;
+            F->obs[x[e].j].cls = cls;
     }
     R->level = np > 0 ? F->M[y[g.k + g.t + (np - g.k - g.t) / 2].j].v : NAN;
     if (R->has_cut && g.gap_us / g.margin > F->noise_us)
@@ -1265,7 +1264,7 @@ static int decide_depth(fast *F, walk *W)
          * they leave the cuts and the fit, and every open region starts over */
         for (long j = 0; j < F->nm; j++)
             if (F->M[j].reg >= W->first && F->R[F->M[j].reg].state == OPEN)
-                F->M[j].cls = -1, F->M[j].k = -F->M[j].k;
+                F->obs[j].cls = -1, F->M[j].k = -F->M[j].k;
         for (int r = 0; r < nr; r++)
             if (F->R[W->first + r].state == OPEN)
                 F->R[W->first + r].rounds = F->R[W->first + r].tour = F->R[W->first + r].has_cut = 0;
@@ -1660,6 +1659,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.once.key);
     free(F.R);
     free(F.M);
+    free(F.obs);
     free(F.ambiguous);
     if (rc != TS_OK) {
         ts_utree_free(tree);
