@@ -478,14 +478,11 @@ static int measure_batch(fast *F, walk *W)
  * only what it measured, not every pair since the start. */
 static int fit_offsets(fast *F, long first)
 {
-    double *level = malloc(sizeof(double) * (size_t)(F->nreg + 1));
-    int rc = level ? TS_OK : TS_ENOMEM;
-    if (rc == TS_OK && ts_fit_host_offsets(F->n, F->obs + first, F->nm - first, F->nreg, F->off,
-                                           level, OFFSET_SWEEPS, F->depth > 0 ? F->prior : NULL,
-                                           F->prior_w, F->weight) != 0)
-        rc = TS_ENOMEM;
-    free(level);
-    return rc;
+    if (ts_fit_host_offsets(F->n, F->obs + first, F->nm - first, F->nreg, F->off, NULL,
+                            OFFSET_SWEEPS, F->depth > 0 ? F->prior : NULL, F->prior_w,
+                            F->weight) != 0)
+        return TS_ENOMEM;
+    return TS_OK;
 }
 
 /* ---- step 3: the level gap ---- */

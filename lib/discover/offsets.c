@@ -96,10 +96,17 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
     double *scale = calloc((size_t)ncls + 1, sizeof(double));
     double *sum = malloc(sizeof(double) * ((size_t)ncls + 1));
     double *wsum = malloc(sizeof(double) * ((size_t)ncls + 1));
-    if (!scale || !sum || !wsum || index_by_node(n, obs, m, &start, &eq)) {
+    /* without a caller's array the levels are the fit's own, and the last sweep's are not
+     * worked out (only the offsets are wanted) */
+    double *own_level = level ? NULL : malloc(sizeof(double) * ((size_t)ncls + 1));
+    int want_levels = level != NULL;
+    if (!level)
+        level = own_level;
+    if (!scale || !sum || !wsum || !level || index_by_node(n, obs, m, &start, &eq)) {
         free(scale);
         free(sum);
         free(wsum);
+        free(own_level);
         return -1;
     }
     for (int c = 0; c < ncls; c++)
@@ -132,7 +139,8 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
             if (s == sweeps - 1 && weight)
                 weight[i] = den;
         }
-        fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
+        if (want_levels || s < sweeps - 1)
+            fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
     }
     /* centre: the offsets' mean moves into the levels (twice: a pair has two hosts); with a
      * prior, the prior holds them where they were */
@@ -148,6 +156,7 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
     }
     free(start);
     free(eq);
+    free(own_level);
     free(scale);
     free(sum);
     free(wsum);
