@@ -272,11 +272,13 @@ typedef struct scratch {
 static void *scratch_get(scratch *s, size_t size)
 {
     if (size > s->size) {
+        /* with room to grow: a depth's regions grow batch by batch */
+        size_t room = size + size / 2;
         free(s->p);
         s->size = 0;
-        if (!(s->p = malloc(size)))
+        if (!(s->p = malloc(room)))
             return NULL;
-        s->size = size;
+        s->size = room;
     }
     return s->p;
 }
@@ -582,16 +584,21 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n)
     return TS_OK;
 }
 
-/* Kruskal forest over the region's members in residual order: kpar/ktime per node. */
+/* Kruskal forest over the region's members in residual order: per node its parent, its rank
+ * and when it was joined to the parent (one record a node: connected_at climbs through them). */
+typedef struct forest_node {
+    int par, rank;
+    long time;
+} forest_node;
+
 typedef struct forest {
-    int *par, *rank;
-    long *time;
+    forest_node *at;
 } forest;
 
 static int forest_root(const forest *K, int x)
 {
-    while (K->par[x] != x)
-        x = K->par[x];
+    while (K->at[x].par != x)
+        x = K->at[x].par;
     return x;
 }
 
@@ -600,16 +607,16 @@ static long connected_at(const forest *K, int a, int b)
 {
     long when = -1;
     while (a != b) {
-        if (K->time[a] <= K->time[b]) {
-            if (K->par[a] == a)
+        if (K->at[a].time <= K->at[b].time) {
+            if (K->at[a].par == a)
                 return LONG_MAX;
-            when = K->time[a];
-            a = K->par[a];
+            when = K->at[a].time;
+            a = K->at[a].par;
         } else {
-            if (K->par[b] == b)
+            if (K->at[b].par == b)
                 return LONG_MAX;
-            when = K->time[b];
-            b = K->par[b];
+            when = K->at[b].time;
+            b = K->at[b].par;
         }
     }
     return when;
@@ -659,9 +666,9 @@ static level_gap find_level_gap(walk *W, forest *K, const int *mem, int nmem,
     if (m < 3)
         return best;
     for (int i = 0; i < nmem; i++) {
-        K->par[mem[i]] = mem[i];
-        K->rank[mem[i]] = 0;
-        K->time[mem[i]] = LONG_MAX;
+        K->at[mem[i]].par = mem[i];
+        K->at[mem[i]].rank = 0;
+        K->at[mem[i]].time = LONG_MAX;
     }
     long *merges = scratch_get(&W->gap, sizeof(long) * (size_t)(3 * m + 3)); /* merges, viol, conn */
     if (!merges)
@@ -673,14 +680,14 @@ static level_gap find_level_gap(walk *W, forest *K, const int *mem, int nmem,
         merges[j + 1] = merges[j] + (a != b);
         if (a == b)
             continue;
-        if (K->rank[a] < K->rank[b]) {
+        if (K->at[a].rank < K->at[b].rank) {
             int tmp = a;
             a = b;
             b = tmp;
         }
-        K->par[b] = a;
-        K->time[b] = j;
-        K->rank[a] += K->rank[a] == K->rank[b];
+        K->at[b].par = a;
+        K->at[b].time = j;
+        K->at[a].rank += K->at[a].rank == K->at[b].rank;
     }
     /* edge j violates every cut k with connected_at(j) < k <= j (a far pair inside a child) */
     long *conn = viol + m + 1;
@@ -933,21 +940,21 @@ static double group_children(fast *F, forest *K, const pair_resid *y, long n, do
     /* Kruskal over the children: cut k is consistent when no pair from k on joins children
      * the pairs below k connect, and it leaves two groups at least */
     for (long i = 0; i < G; i++) {
-        K->par[cp[i].ra] = cp[i].ra;
-        K->par[cp[i].rb] = cp[i].rb;
-        K->rank[cp[i].ra] = K->rank[cp[i].rb] = 0;
+        K->at[cp[i].ra].par = cp[i].ra;
+        K->at[cp[i].rb].par = cp[i].rb;
+        K->at[cp[i].ra].rank = K->at[cp[i].rb].rank = 0;
     }
     long bestk = 0, groups = 0;
     for (long i = 0; i < G; i++)
-        groups += K->par[cp[i].ra] == cp[i].ra && K->rank[cp[i].ra]++ == 0;
+        groups += K->at[cp[i].ra].par == cp[i].ra && K->at[cp[i].ra].rank++ == 0;
     for (long i = 0; i < G; i++)
-        groups += K->par[cp[i].rb] == cp[i].rb && K->rank[cp[i].rb]++ == 0;
+        groups += K->at[cp[i].rb].par == cp[i].rb && K->at[cp[i].rb].rank++ == 0;
     for (long i = 0; i < G; i++)
-        K->rank[cp[i].ra] = K->rank[cp[i].rb] = 0;
+        K->at[cp[i].ra].rank = K->at[cp[i].rb].rank = 0;
     for (long k = 1; k < G; k++) {
         int a = forest_root(K, cp[k - 1].ra), b = forest_root(K, cp[k - 1].rb);
         if (a != b) {
-            K->par[b] = a;
+            K->at[b].par = a;
             groups--;
         }
         int consistent = groups >= 2;
@@ -1241,9 +1248,8 @@ static int update_region_index(const fast *F, walk *W)
 static int decide_depth(fast *F, walk *W)
 {
     int nr = W->last - W->first, rc = TS_OK, escalate = 0;
-    forest K = {malloc(sizeof(int) * (size_t)F->n), malloc(sizeof(int) * (size_t)F->n),
-                malloc(sizeof(long) * (size_t)F->n)};
-    if (!K.par || !K.rank || !K.time)
+    forest K = {malloc(sizeof *K.at * (size_t)F->n)};
+    if (!K.at)
         rc = TS_ENOMEM;
     if (rc == TS_OK)
         rc = update_region_index(F, W);
@@ -1269,9 +1275,7 @@ static int decide_depth(fast *F, walk *W)
         if (F->k > SAMPLES_MAX)
             F->k = SAMPLES_MAX;
     }
-    free(K.par);
-    free(K.rank);
-    free(K.time);
+    free(K.at);
     return rc;
 }
 
