@@ -293,8 +293,8 @@ typedef struct walk {
     int np[BATCH];
     ts_pair_stats *st;
     region_index ix;        /* this depth's measurements by region and pair */
-    scratch resids, pairs_by_resid, sort_keys, sort_tmp, sort_out, gap; /* (region_residuals,
-                               * sort_pair_resid, find_level_gap) */
+    scratch resids, pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_longs;
+                            /* (region_residuals, sort_pair_resid, find_level_gap) */
 } walk;
 
 static void group_by_region(const fast *F, walk *W)
@@ -602,24 +602,85 @@ static int forest_root(const forest *K, int x)
     return x;
 }
 
-/* The edge index at which a and b became connected (LONG_MAX: never). */
-static long connected_at(const forest *K, int a, int b)
+/* When the pairs of a region's members became connected in the Kruskal pass over its pairs
+ * in residual order. The components' member lists are concatenated as they join, the joining
+ * edge's index kept at the seam; two members became connected at the highest seam between
+ * them in the final order (the seams inside either list are older than the one that joined
+ * the two, and later joins only add at the lists' ends). A sparse table of seam maxima answers
+ * each pair in constant time, where climbing a union tree took a dozen steps at random. */
+typedef struct join_order {
+    int *uf, *head, *tail, *next, *pos;     /* per node */
+    long *seam_after;                       /* per node: the seam after it in its list */
+    long *seams;                            /* levels x nmem: seam maxima over 2^level seams */
+    int nmem;
+} join_order;
+
+static int join_order_init(walk *W, join_order *J, int n, int nmem)
 {
-    long when = -1;
-    while (a != b) {
-        if (K->at[a].time <= K->at[b].time) {
-            if (K->at[a].par == a)
-                return LONG_MAX;
-            when = K->at[a].time;
-            a = K->at[a].par;
-        } else {
-            if (K->at[b].par == b)
-                return LONG_MAX;
-            when = K->at[b].time;
-            b = K->at[b].par;
+    int levels = 1;
+    while ((1 << levels) < nmem)
+        levels++;
+    int *ints = scratch_get(&W->join_ints, sizeof(int) * 5 * (size_t)n);
+    long *longs = scratch_get(&W->join_longs, sizeof(long) * ((size_t)n + (size_t)levels * (size_t)nmem));
+    if (!ints || !longs)
+        return TS_ENOMEM;
+    *J = (join_order){ints, ints + n, ints + 2 * n, ints + 3 * n, ints + 4 * n, longs, longs + n,
+                      nmem};
+    return TS_OK;
+}
+
+/* The pairs x[0..m-1] joined in order over the members mem[0..nmem-1]; merges[j + 1] counts
+ * the joins among the first j + 1 pairs. Then the members in list order and the seam table. */
+static void join_in_order(join_order *J, const int *mem, int nmem, const pair_resid *x, long m,
+                          long *merges)
+{
+    for (int i = 0; i < nmem; i++) {
+        int v = mem[i];
+        J->uf[v] = J->head[v] = J->tail[v] = v;
+        J->next[v] = -1;
+        J->seam_after[v] = LONG_MAX;
+    }
+    for (long j = 0; j < m; j++) {
+        int a = ts_uf_find(J->uf, x[j].a), b = ts_uf_find(J->uf, x[j].b);
+        merges[j + 1] = merges[j] + (a != b);
+        if (a == b)
+            continue;
+        J->next[J->tail[a]] = J->head[b];
+        J->seam_after[J->tail[a]] = j;
+        int root = a < b ? a : b;
+        J->uf[a < b ? b : a] = root;
+        J->head[root] = J->head[a];
+        J->tail[root] = J->tail[b];
+    }
+    /* the lists one after another (between two, a seam never joined: LONG_MAX) */
+    long *level0 = J->seams;
+    int p = 0;
+    for (int i = 0; i < nmem; i++) {
+        if (J->uf[mem[i]] != mem[i])
+            continue;
+        for (int v = J->head[mem[i]]; v >= 0; v = J->next[v]) {
+            J->pos[v] = p;
+            level0[p++] = J->seam_after[v];
         }
     }
-    return when;
+    for (int lv = 1; (1 << lv) < nmem; lv++) {
+        long *below = J->seams + (size_t)(lv - 1) * (size_t)nmem, *here = below + nmem;
+        for (int i = 0; i + (1 << lv) <= nmem; i++)
+            here[i] = below[i] > below[i + (1 << (lv - 1))] ? below[i] : below[i + (1 << (lv - 1))];
+    }
+}
+
+/* The edge index at which a and b became connected (LONG_MAX: never). */
+static long connected_at(const join_order *J, int a, int b)
+{
+    int lo = J->pos[a] < J->pos[b] ? J->pos[a] : J->pos[b];
+    int hi = J->pos[a] < J->pos[b] ? J->pos[b] : J->pos[a];
+    int lv = 0;
+    while ((2 << lv) <= hi - lo)
+        lv++;
+    const long *row = J->seams + (size_t)lv * (size_t)J->nmem;
+    long left = row[lo], right = row[hi - (1 << lv)];
+    return left > right ? left : right;
 }
 
 typedef struct level_gap {
@@ -659,40 +720,23 @@ static double gap_margin(const pair_resid *x, long k, long t, long m)
 }
 
 /* The widest consistent cut of x[0..m-1] (sorted) among the nmem members (see the header). */
-static level_gap find_level_gap(walk *W, forest *K, const int *mem, int nmem,
+static level_gap find_level_gap(const fast *F, walk *W, const int *mem, int nmem,
                                 const pair_resid *x, long m)
 {
     level_gap best = {0, 0, 0, 0, INFINITY, NAN, NAN, NAN};
     if (m < 3)
         return best;
-    for (int i = 0; i < nmem; i++) {
-        K->at[mem[i]].par = mem[i];
-        K->at[mem[i]].rank = 0;
-        K->at[mem[i]].time = LONG_MAX;
-    }
+    join_order J;
     long *merges = scratch_get(&W->gap, sizeof(long) * (size_t)(3 * m + 3)); /* merges, viol, conn */
-    if (!merges)
+    if (!merges || join_order_init(W, &J, F->n, nmem) != TS_OK)
         return best;
     memset(merges, 0, sizeof(long) * (size_t)(3 * m + 3));
     long *viol = merges + m + 1;
-    for (long j = 0; j < m; j++) {
-        int a = forest_root(K, x[j].a), b = forest_root(K, x[j].b);
-        merges[j + 1] = merges[j] + (a != b);
-        if (a == b)
-            continue;
-        if (K->at[a].rank < K->at[b].rank) {
-            int tmp = a;
-            a = b;
-            b = tmp;
-        }
-        K->at[b].par = a;
-        K->at[b].time = j;
-        K->at[a].rank += K->at[a].rank == K->at[b].rank;
-    }
+    join_in_order(&J, mem, nmem, x, m, merges);
     /* edge j violates every cut k with connected_at(j) < k <= j (a far pair inside a child) */
     long *conn = viol + m + 1;
     for (long j = 0; j < m; j++) {
-        long c = connected_at(K, x[j].a, x[j].b);
+        long c = connected_at(&J, x[j].a, x[j].b);
         conn[j] = c;
         if (c < j) {
             viol[c + 1]++;
@@ -1062,7 +1106,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     long m, np;
     if (region_residuals(F, W, r, &x, &m, &y, &np) != TS_OK)
         return TS_ENOMEM;     /* (x and y are W's scratch) */
-    level_gap g = find_level_gap(W, K, mem, nmem, y, np);
+    level_gap g = find_level_gap(F, W, mem, nmem, y, np);
     /* a region in its first tournament looks at its pairs once a batch: each look before
      * every pair has met spends a share of FALSE_SPLIT (Bonferroni over the looks) */
     int cycle = nmem + (nmem & 1) - 1;
@@ -1447,7 +1491,8 @@ static int fast_run(fast *F)
         F->depth++;
     }
 out:
-    scratch *buffers[] = {&W.resids, &W.pairs_by_resid, &W.sort_keys, &W.sort_tmp, &W.sort_out, &W.gap};
+    scratch *buffers[] = {&W.resids,   &W.pairs_by_resid, &W.sort_keys,  &W.sort_tmp,
+                          &W.sort_out, &W.gap,            &W.join_ints, &W.join_longs};
     for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
         free(buffers[i]->p);
     free(W.ix.at);
