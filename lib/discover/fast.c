@@ -199,10 +199,24 @@ static int pairset_add(pairset *s, int a, int b)
     return 1;
 }
 
-static void pairset_clear(pairset *s)
+/* Empties the set, sized for about as many pairs as it held: the fragment pairs of a region
+ * run to hundreds of thousands while its fragments are many and to a few hundred once they
+ * have joined, and a table sized for the many makes every later look-up a cache miss (and
+ * every clearing a memset of megabytes). Returns 0, or -1 when out of memory. */
+static int pairset_clear(pairset *s)
 {
+    size_t want = s->used;
+    if (s->cap > 64 && 8 * (2 * want + 16) < s->cap) {
+        pairset smaller;
+        if (pairset_init(&smaller, want))
+            return -1;
+        free(s->key);
+        *s = smaller;
+        return 0;
+    }
     memset(s->key, 0, sizeof *s->key * s->cap);
     s->used = 0;
+    return 0;
 }
 
 /* One more far pair between fragments fa and fb: they are apart from the second on. All
@@ -520,28 +534,32 @@ static uint64_t order_bits(double r)
 }
 
 typedef struct sort_key {
-    uint64_t bits;
-    long at;
+    uint32_t bits;          /* the top half of order_bits: the order, up to ties */
+    uint32_t at;            /* the pair's place in the unsorted array */
 } sort_key;
 
 #define RADIX_BITS 11
 #define RADIX_MIN 512       /* fewer pairs than this: qsort */
 
-/* y[0..n-1] in cmp_pair_resid's order. Every decision of every batch sorts its regions' pairs
- * by residual, and the residuals move with every offset fit, so the order is found afresh
- * each time: by a least-significant-digit radix sort on the residuals' bits, in linear time
- * (a comparison sort of the big regions' hundreds of thousands of pairs was most of the
- * method's time), ties then put in the comparison's order. Returns TS_OK or TS_ENOMEM. */
-static int sort_pair_resid(walk *W, pair_resid *y, long n)
+/* y[0..n-1] in cmp_pair_resid's order, into *sorted (y itself, or W->sort_out). Every
+ * decision of every batch sorts its regions' pairs by residual, and the residuals move with
+ * every offset fit, so the order is found afresh each time, in linear time (a comparison sort
+ * of the big regions' hundreds of thousands of pairs was most of the method's time): a
+ * least-significant-digit radix sort on the top 32 bits of the residuals' order (the sign,
+ * exponent and 20 bits of mantissa: 3 passes over 8-byte keys), then runs that share them (a
+ * few pairs within a millionth of each other) put in the comparison's order. Returns TS_OK
+ * or TS_ENOMEM. */
+static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
 {
+    *sorted = y;
     int nan = 0;
     for (long i = 0; i < n && !nan; i++)
         nan = isnan(y[i].r);
-    if (n < RADIX_MIN || nan) {     /* (NaN has no place in the bits' order) */
+    if (n < RADIX_MIN || nan || n > (long)UINT32_MAX) {  /* (NaN has no place in the order) */
         qsort(y, (size_t)n, sizeof *y, cmp_pair_resid);
         return TS_OK;
     }
-    enum { DIGITS = (64 + RADIX_BITS - 1) / RADIX_BITS, BUCKETS = 1 << RADIX_BITS };
+    enum { DIGITS = (32 + RADIX_BITS - 1) / RADIX_BITS, BUCKETS = 1 << RADIX_BITS };
     sort_key *key = scratch_get(&W->sort_keys, sizeof *key * (size_t)n);
     sort_key *tmp = scratch_get(&W->sort_tmp, sizeof *tmp * (size_t)n);
     pair_resid *out = scratch_get(&W->sort_out, sizeof *out * (size_t)n);
@@ -551,7 +569,7 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n)
         return TS_ENOMEM;
     }
     for (long i = 0; i < n; i++) {
-        key[i] = (sort_key){order_bits(y[i].r), i};
+        key[i] = (sort_key){(uint32_t)(order_bits(y[i].r) >> 32), (uint32_t)i};
         for (int d = 0; d < DIGITS; d++)
             count[d][key[i].bits >> (d * RADIX_BITS) & (BUCKETS - 1)]++;
     }
@@ -572,15 +590,16 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n)
     }
     for (long i = 0; i < n; i++)
         out[i] = y[key[i].at];
-    /* equal residuals by their first measurement, as cmp_pair_resid has them */
+    /* the runs of equal top halves, by the comparison (insertion: they are a few pairs long) */
     for (long i = 1; i < n; i++)
-        for (long k = i; k > 0 && key[k].bits == key[k - 1].bits && out[k].j < out[k - 1].j; k--) {
+        for (long k = i; k > 0 && key[k].bits == key[k - 1].bits &&
+                         cmp_pair_resid(&out[k], &out[k - 1]) < 0; k--) {
             pair_resid t = out[k];
             out[k] = out[k - 1];
             out[k - 1] = t;
         }
-    memcpy(y, out, sizeof *y * (size_t)n);
     free(count);
+    *sorted = out;
     return TS_OK;
 }
 
@@ -1052,8 +1071,15 @@ static int region_residuals(fast *F, walk *W, int r, resid **xp, long *mp,
         y[n] = (pair_resid){sum / (double)(e - j), x[j].j, j, e - j, x[j].a, x[j].b};
         j = e;
     }
-    if (sort_pair_resid(W, y, n) != TS_OK)
+    pair_resid *sorted;
+    if (sort_pair_resid(W, y, n, &sorted) != TS_OK)
         return TS_ENOMEM;
+    if (sorted != y) {          /* the sort's buffer holds them now: it becomes the pairs' */
+        scratch t = W->pairs_by_resid;
+        W->pairs_by_resid = W->sort_out;
+        W->sort_out = t;
+        y = sorted;
+    }
     *xp = x;
     *mp = m;
     *yp = y;
@@ -1074,7 +1100,10 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
         return TS_ENOMEM;
     for (int joined = 1; joined;) {
         joined = 0;
-        pairset_clear(&once);
+        if (pairset_clear(&once)) {
+            free(once.key);
+            return TS_ENOMEM;
+        }
         for (long i = 0; i < k; i++) {
             int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
             if (fa == fb)
@@ -1299,8 +1328,8 @@ static int decide_depth(fast *F, walk *W)
         rc = update_region_index(F, W);
     for (int pass = 0; pass < FIT_PASSES && rc == TS_OK; pass++) {
         rc = fit_offsets(F, F->depth_first_meas);
-        pairset_clear(&F->sep);
-        pairset_clear(&F->once);
+        if (rc == TS_OK && (pairset_clear(&F->sep) || pairset_clear(&F->once)))
+            rc = TS_ENOMEM;
         for (int r = 0; r < nr && rc == TS_OK; r++)
             rc = decide_region(F, W, r, &K, pass == FIT_PASSES - 1);
     }
@@ -1334,8 +1363,8 @@ static int run_depth(fast *F, walk *W)
         memcpy(F->prior, F->off, sizeof(double) * (size_t)F->n);
         memcpy(F->prior_w, F->weight, sizeof(double) * (size_t)F->n);
     }
-    pairset_clear(&F->sep);
-    pairset_clear(&F->once);
+    if (pairset_clear(&F->sep) || pairset_clear(&F->once))
+        return TS_ENOMEM;
     for (;;) {
         group_by_region(F, W);
         int active = 0, nr = W->last - W->first;
