@@ -57,27 +57,40 @@ static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp,
     return 0;
 }
 
-/* Each class's level (weighted mean of v - off[a] - off[b]) and scale (mean |residual|). */
+/* Each class's level (weighted mean of v - off[a] - off[b]) and scale (mean |residual|).
+ * The sums of the class at hand are kept in locals while its equations follow one another (a
+ * region's are all together): summed in memory, every equation waited for the last one's
+ * store. The same additions in the same order, so the same sums. */
 static void fit_levels(const ts_offset_obs *obs, long m, int ncls, const double *off,
                        double *level, double *scale, double *sum, double *wsum)
 {
     for (int pass = 0; pass < 2; pass++) {
         memset(sum, 0, sizeof(double) * (size_t)ncls);
         memset(wsum, 0, sizeof(double) * (size_t)ncls);
+        int run = -1;           /* the class whose sums are in s and ws */
+        double s = 0, ws = 0, lv = 0, sc = 0;
         for (long j = 0; j < m; j++) {
             const ts_offset_obs *o = &obs[j];
             if (o->cls < 0)
                 continue;
+            if (o->cls != run) {
+                if (run >= 0)
+                    sum[run] = s, wsum[run] = ws;
+                run = o->cls;
+                s = sum[run], ws = wsum[run], lv = level[run], sc = scale[run];
+            }
             double x = o->v - off[o->a] - off[o->b];
             if (pass == 0) {
-                double w = isfinite(level[o->cls]) ? huber_weight(x - level[o->cls], scale[o->cls]) : 1;
-                sum[o->cls] += w * x;
-                wsum[o->cls] += w;
+                double w = isfinite(lv) ? huber_weight(x - lv, sc) : 1;
+                s += w * x;
+                ws += w;
             } else {
-                sum[o->cls] += fabs(x - level[o->cls]);
-                wsum[o->cls] += 1;
+                s += fabs(x - lv);
+                ws += 1;
             }
         }
+        if (run >= 0)
+            sum[run] = s, wsum[run] = ws;
         for (int c = 0; c < ncls; c++) {
             if (pass == 0)
                 level[c] = wsum[c] > 0 ? sum[c] / wsum[c] : NAN;
