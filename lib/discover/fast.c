@@ -534,7 +534,7 @@ static uint64_t order_bits(double r)
 }
 
 typedef struct sort_key {
-    uint32_t bits;          /* the top half of order_bits: the order, up to ties */
+    uint32_t bits;          /* 32 bits of order_bits below those all share: the order, up to ties */
     uint32_t at;            /* the pair's place in the unsorted array */
 } sort_key;
 
@@ -545,16 +545,24 @@ typedef struct sort_key {
  * decision of every batch sorts its regions' pairs by residual, and the residuals move with
  * every offset fit, so the order is found afresh each time, in linear time (a comparison sort
  * of the big regions' hundreds of thousands of pairs was most of the method's time): a
- * least-significant-digit radix sort on the top 32 bits of the residuals' order (the sign,
- * exponent and 20 bits of mantissa: 3 passes over 8-byte keys), then runs that share them (a
- * few pairs within a millionth of each other) put in the comparison's order. Returns TS_OK
- * or TS_ENOMEM. */
+ * least-significant-digit radix sort on 32 bits of the residuals' order, the highest that
+ * differ among them (the sign and exponent are mostly the same for all: 3 passes over 8-byte
+ * keys), then the pairs that share them put in the comparison's order. Returns TS_OK or
+ * TS_ENOMEM. */
 static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
 {
     *sorted = y;
     int nan = 0;
-    for (long i = 0; i < n && !nan; i++)
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (long i = 0; i < n && !nan; i++) {
+        uint64_t bits = order_bits(y[i].r);
+        lo = bits < lo ? bits : lo;
+        hi = bits > hi ? bits : hi;
         nan = isnan(y[i].r);
+    }
+    int shared = 0;             /* leading bits all keys share, up to 32 */
+    while (n > 0 && shared < 32 && !((lo ^ hi) >> (63 - shared) & 1))
+        shared++;
     if (n < RADIX_MIN || nan || n > (long)UINT32_MAX) {  /* (NaN has no place in the order) */
         qsort(y, (size_t)n, sizeof *y, cmp_pair_resid);
         return TS_OK;
@@ -569,7 +577,7 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
         return TS_ENOMEM;
     }
     for (long i = 0; i < n; i++) {
-        key[i] = (sort_key){(uint32_t)(order_bits(y[i].r) >> 32), (uint32_t)i};
+        key[i] = (sort_key){(uint32_t)(order_bits(y[i].r) << shared >> 32), (uint32_t)i};
         for (int d = 0; d < DIGITS; d++)
             count[d][key[i].bits >> (d * RADIX_BITS) & (BUCKETS - 1)]++;
     }
@@ -590,14 +598,14 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
     }
     for (long i = 0; i < n; i++)
         out[i] = y[key[i].at];
-    /* the runs of equal top halves, by the comparison (insertion: they are a few pairs long) */
-    for (long i = 1; i < n; i++)
-        for (long k = i; k > 0 && key[k].bits == key[k - 1].bits &&
-                         cmp_pair_resid(&out[k], &out[k - 1]) < 0; k--) {
-            pair_resid t = out[k];
-            out[k] = out[k - 1];
-            out[k - 1] = t;
-        }
+    /* the runs of equal keys (residuals within a few parts in 10^10 of each other, or equal)
+     * by the comparison */
+    for (long i = 0, e; i < n; i = e) {
+        for (e = i + 1; e < n && key[e].bits == key[i].bits; e++)
+            ;
+        if (e - i > 1)
+            qsort(out + i, (size_t)(e - i), sizeof *out, cmp_pair_resid);
+    }
     free(count);
     *sorted = out;
     return TS_OK;
@@ -1153,7 +1161,8 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
      * stragglers and outliers leave it. Without one, every pair is this region's class. */
     for (long i = 0; i < np; i++) {
         int cls = !g.significant ? ri : i < g.k + g.t || y[i].r > g.far_hi ? -1 : ri;
-        for (long e = y[i].first; e < y[i].first + y[i].n; e++)
+        F->obs[y[i].j].cls = cls;   /* (the first; x has the others, when measured again) */
+        for (long e = y[i].first + 1; e < y[i].first + y[i].n; e++)
             F->obs[x[e].j].cls = cls;
     }
     R->level = np > 0 ? F->M[y[g.k + g.t + (np - g.k - g.t) / 2].j].v : NAN;
