@@ -133,6 +133,7 @@ typedef struct fast {
     int *grp;               /* fragment root -> its group's (group_children), union-find */
     pairset sep;            /* fragment pairs (by root) known or planned apart, this step ... */
     pairset once;           /* ... and those with one far pair so far (see add_separation) */
+    int *apart;             /* fragment root -> how many fragments sep has it apart from */
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
     double min_gap_us;      /* the narrowest gap of an accepted split */
@@ -230,7 +231,17 @@ static int add_separation(fast *F, int fa, int fb)
         return 0;
     if (!pairset_has(&F->once, fa, fb))
         return pairset_add(&F->once, fa, fb) < 0 ? -1 : 0;
-    return pairset_add(&F->sep, fa, fb);
+    int added = pairset_add(&F->sep, fa, fb);
+    if (added > 0)
+        F->apart[fa]++, F->apart[fb]++;
+    return added;
+}
+
+/* No fragment pairs known apart, nor with one far pair. Returns TS_OK or TS_ENOMEM. */
+static int clear_separations(fast *F)
+{
+    memset(F->apart, 0, sizeof(int) * (size_t)F->n);
+    return pairset_clear(&F->sep) || pairset_clear(&F->once) ? TS_ENOMEM : TS_OK;
 }
 
 /* ---- regions of one depth ---- */
@@ -367,7 +378,7 @@ static void pad_random(fast *F, walk *W, int b, int *freel, int nfree)
 
 /* One round of tests of a region with a cut: members of fragments not known apart meet, the
  * planned tests counting as apart for the batch's later rounds; the rest pad. */
-static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int *freel)
+static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfrag, int *freel)
 {
     memcpy(freel, mem, sizeof(int) * (size_t)nmem);
     ts_rng_shuffle_int(&F->rng, freel, nmem);
@@ -381,6 +392,8 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int *fr
         int fx = ts_uf_find(F->uf, x);
         int tries = nmem < SCAN_LIMIT ? nmem : SCAN_LIMIT;
         int start = (int)ts_rng_below(&F->rng, (uint64_t)nmem);
+        if (F->apart[fx] >= nfrag - 1)
+            continue;           /* apart from every other fragment: no test would be new */
         for (int t = 0; t < tries; t++) {
             int j = (start + t) % nmem;
             if (j == i || taken[j])
@@ -422,7 +435,7 @@ static int plan_region(fast *F, walk *W, int r, int *active)
     int *freel = W->scratch + F->n;
     for (int b = 0; b < BATCH; b++) {
         if (R->has_cut) {
-            int rc = plan_tests(F, W, b, mem, nmem, freel);
+            int rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, freel);
             if (rc != TS_OK)
                 return rc;
         } else if (nmem <= STAR_PROOF_MAX) {
@@ -1337,8 +1350,8 @@ static int decide_depth(fast *F, walk *W)
         rc = update_region_index(F, W);
     for (int pass = 0; pass < FIT_PASSES && rc == TS_OK; pass++) {
         rc = fit_offsets(F, F->depth_first_meas);
-        if (rc == TS_OK && (pairset_clear(&F->sep) || pairset_clear(&F->once)))
-            rc = TS_ENOMEM;
+        if (rc == TS_OK)
+            rc = clear_separations(F);
         for (int r = 0; r < nr && rc == TS_OK; r++)
             rc = decide_region(F, W, r, &K, pass == FIT_PASSES - 1);
     }
@@ -1372,8 +1385,8 @@ static int run_depth(fast *F, walk *W)
         memcpy(F->prior, F->off, sizeof(double) * (size_t)F->n);
         memcpy(F->prior_w, F->weight, sizeof(double) * (size_t)F->n);
     }
-    if (pairset_clear(&F->sep) || pairset_clear(&F->once))
-        return TS_ENOMEM;
+    if ((rc = clear_separations(F)) != TS_OK)
+        return rc;
     for (;;) {
         group_by_region(F, W);
         int active = 0, nr = W->last - W->first;
@@ -1708,13 +1721,14 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.uf = malloc(sizeof(int) * (size_t)n);
     F.local = malloc(sizeof(int) * (size_t)n);
     F.grp = malloc(sizeof(int) * (size_t)n);
+    F.apart = calloc((size_t)n, sizeof(int));
     F.off = calloc((size_t)n, sizeof(double));
     F.weight = calloc((size_t)n, sizeof(double));
     F.prior = calloc((size_t)n, sizeof(double));
     F.prior_w = calloc((size_t)n, sizeof(double));
     F.dead = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    rc = F.reg && F.uf && F.local && F.grp && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
+    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
                      pairset_init(&F.once, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
@@ -1733,6 +1747,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.uf);
     free(F.local);
     free(F.grp);
+    free(F.apart);
     free(F.off);
     free(F.weight);
     free(F.prior);
