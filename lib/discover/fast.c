@@ -140,6 +140,25 @@ typedef struct fast {
     double noise_us;        /* the widest spacing at the edge of a gap a split stood on */
 } fast;
 
+/* Two arrays that grow together (the addresses of the caller's pointers, of any element
+ * types: read and written with memcpy), to cap elements each, their contents kept. 0, or -1
+ * when out of memory (each then as it was, or already grown). */
+static int grow_both(void *pa, size_t size_a, void *pb, size_t size_b, long cap)
+{
+    void *arr[2], *at[2] = {pa, pb};
+    size_t size[2] = {size_a, size_b};
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        memcpy(&arr[i], at[i], sizeof arr[i]);
+        void *grown = realloc(arr[i], size[i] * (size_t)cap);
+        if (grown)
+            memcpy(at[i], &grown, sizeof grown);
+        else
+            rc = -1;
+    }
+    return rc;
+}
+
 /* ---- pair sets ---- */
 
 static int pairset_init(pairset *s, size_t want)
@@ -455,13 +474,7 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
         long cap = F->capm ? F->capm * 2 : 4096;
         while (cap < F->nm + np)
             cap *= 2;
-        meas *m = realloc(F->M, sizeof *m * (size_t)cap);
-        if (m)
-            F->M = m;
-        ts_offset_obs *obs = realloc(F->obs, sizeof *obs * (size_t)cap);
-        if (obs)
-            F->obs = obs;
-        if (!m || !obs)
+        if (grow_both(&F->M, sizeof *F->M, &F->obs, sizeof *F->obs, cap))
             return TS_ENOMEM;
         F->capm = cap;
     }
@@ -611,8 +624,7 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
     }
     for (long i = 0; i < n; i++)
         out[i] = y[key[i].at];
-    /* the runs of equal keys (residuals within a few parts in 10^10 of each other, or equal)
-     * by the comparison */
+    /* the runs of equal keys (residuals equal, or nearly) by the comparison */
     for (long i = 0, e; i < n; i = e) {
         for (e = i + 1; e < n && key[e].bits == key[i].bits; e++)
             ;
@@ -624,21 +636,15 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
     return TS_OK;
 }
 
-/* Kruskal forest over the region's members in residual order: per node its parent, its rank
- * and when it was joined to the parent (one record a node: connected_at climbs through them). */
-typedef struct forest_node {
-    int par, rank;
-    long time;
-} forest_node;
-
+/* Kruskal forest over a small region's children (group_children): parent and rank by node. */
 typedef struct forest {
-    forest_node *at;
+    int *par, *rank;
 } forest;
 
 static int forest_root(const forest *K, int x)
 {
-    while (K->at[x].par != x)
-        x = K->at[x].par;
+    while (K->par[x] != x)
+        x = K->par[x];
     return x;
 }
 
@@ -1024,21 +1030,21 @@ static double group_children(fast *F, forest *K, const pair_resid *y, long n, do
     /* Kruskal over the children: cut k is consistent when no pair from k on joins children
      * the pairs below k connect, and it leaves two groups at least */
     for (long i = 0; i < G; i++) {
-        K->at[cp[i].ra].par = cp[i].ra;
-        K->at[cp[i].rb].par = cp[i].rb;
-        K->at[cp[i].ra].rank = K->at[cp[i].rb].rank = 0;
+        K->par[cp[i].ra] = cp[i].ra;
+        K->par[cp[i].rb] = cp[i].rb;
+        K->rank[cp[i].ra] = K->rank[cp[i].rb] = 0;
     }
     long bestk = 0, groups = 0;
     for (long i = 0; i < G; i++)
-        groups += K->at[cp[i].ra].par == cp[i].ra && K->at[cp[i].ra].rank++ == 0;
+        groups += K->par[cp[i].ra] == cp[i].ra && K->rank[cp[i].ra]++ == 0;
     for (long i = 0; i < G; i++)
-        groups += K->at[cp[i].rb].par == cp[i].rb && K->at[cp[i].rb].rank++ == 0;
+        groups += K->par[cp[i].rb] == cp[i].rb && K->rank[cp[i].rb]++ == 0;
     for (long i = 0; i < G; i++)
-        K->at[cp[i].ra].rank = K->at[cp[i].rb].rank = 0;
+        K->rank[cp[i].ra] = K->rank[cp[i].rb] = 0;
     for (long k = 1; k < G; k++) {
         int a = forest_root(K, cp[k - 1].ra), b = forest_root(K, cp[k - 1].rb);
         if (a != b) {
-            K->at[b].par = a;
+            K->par[b] = a;
             groups--;
         }
         int consistent = groups >= 2;
@@ -1299,13 +1305,7 @@ static int update_region_index(const fast *F, walk *W)
         fresh += F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k;
     if (ix->n + fresh > ix->cap) {
         long cap = 2 * (ix->n + fresh) + 1024;
-        indexed_meas *at = realloc(ix->at, sizeof *at * (size_t)cap);
-        if (at)
-            ix->at = at;
-        indexed_meas *spare = realloc(ix->spare, sizeof *spare * (size_t)cap);
-        if (spare)
-            ix->spare = spare;
-        if (!at || !spare)
+        if (grow_both(&ix->at, sizeof *ix->at, &ix->spare, sizeof *ix->spare, cap))
             return TS_ENOMEM;
         ix->cap = cap;
     }
@@ -1343,8 +1343,8 @@ static int update_region_index(const fast *F, walk *W)
 static int decide_depth(fast *F, walk *W)
 {
     int nr = W->last - W->first, rc = TS_OK, escalate = 0;
-    forest K = {malloc(sizeof *K.at * (size_t)F->n)};
-    if (!K.at)
+    forest K = {malloc(sizeof(int) * (size_t)F->n), malloc(sizeof(int) * (size_t)F->n)};
+    if (!K.par || !K.rank)
         rc = TS_ENOMEM;
     if (rc == TS_OK)
         rc = update_region_index(F, W);
@@ -1370,7 +1370,8 @@ static int decide_depth(fast *F, walk *W)
         if (F->k > SAMPLES_MAX)
             F->k = SAMPLES_MAX;
     }
-    free(K.at);
+    free(K.par);
+    free(K.rank);
     return rc;
 }
 
