@@ -78,7 +78,6 @@ typedef struct meas {
     int reg;                /* the region whose rounds measured it */
     int k;                  /* samples per pair it was taken with */
     double v;               /* the minimum of its samples, us */
-    int cls;                /* class in the offset fit (the region), or -1: near, stale, outlier */
 } meas;
 
 typedef struct region {
@@ -120,6 +119,9 @@ typedef struct fast {
     region *R;
     int nreg, capreg;
     meas *M;                /* every measurement, all depths (the offsets use them all) */
+    ts_offset_obs *obs;     /* ... each as an equation of the offset fit: its class is the
+                             * region, or -1 (near, stale, outlier); kept beside F->M, as the
+                             * fit reads it, rather than copied for every fit */
     long nm, capm;
     double *off;            /* host offsets, us */
     double *weight;         /* ... the weight of the equations behind each */
@@ -131,11 +133,31 @@ typedef struct fast {
     int *grp;               /* fragment root -> its group's (group_children), union-find */
     pairset sep;            /* fragment pairs (by root) known or planned apart, this step ... */
     pairset once;           /* ... and those with one far pair so far (see add_separation) */
+    int *apart;             /* fragment root -> how many fragments sep has it apart from */
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
     double min_gap_us;      /* the narrowest gap of an accepted split */
     double noise_us;        /* the widest spacing at the edge of a gap a split stood on */
 } fast;
+
+/* Two arrays that grow together (the addresses of the caller's pointers, of any element
+ * types: read and written with memcpy), to cap elements each, their contents kept. 0, or -1
+ * when out of memory (each then as it was, or already grown). */
+static int grow_both(void *pa, size_t size_a, void *pb, size_t size_b, long cap)
+{
+    void *arr[2], *at[2] = {pa, pb};
+    size_t size[2] = {size_a, size_b};
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        memcpy(&arr[i], at[i], sizeof arr[i]);
+        void *grown = realloc(arr[i], size[i] * (size_t)cap);
+        if (grown)
+            memcpy(at[i], &grown, sizeof grown);
+        else
+            rc = -1;
+    }
+    return rc;
+}
 
 /* ---- pair sets ---- */
 
@@ -197,10 +219,24 @@ static int pairset_add(pairset *s, int a, int b)
     return 1;
 }
 
-static void pairset_clear(pairset *s)
+/* Empties the set, sized for about as many pairs as it held: the fragment pairs of a region
+ * run to hundreds of thousands while its fragments are many and to a few hundred once they
+ * have joined, and a table sized for the many makes every later look-up a cache miss (and
+ * every clearing a memset of megabytes). Returns 0, or -1 when out of memory. */
+static int pairset_clear(pairset *s)
 {
+    size_t want = s->used;
+    if (s->cap > 64 && 8 * (2 * want + 16) < s->cap) {
+        pairset smaller;
+        if (pairset_init(&smaller, want))
+            return -1;
+        free(s->key);
+        *s = smaller;
+        return 0;
+    }
     memset(s->key, 0, sizeof *s->key * s->cap);
     s->used = 0;
+    return 0;
 }
 
 /* One more far pair between fragments fa and fb: they are apart from the second on. All
@@ -214,7 +250,17 @@ static int add_separation(fast *F, int fa, int fb)
         return 0;
     if (!pairset_has(&F->once, fa, fb))
         return pairset_add(&F->once, fa, fb) < 0 ? -1 : 0;
-    return pairset_add(&F->sep, fa, fb);
+    int added = pairset_add(&F->sep, fa, fb);
+    if (added > 0)
+        F->apart[fa]++, F->apart[fb]++;
+    return added;
+}
+
+/* No fragment pairs known apart, nor with one far pair. Returns TS_OK or TS_ENOMEM. */
+static int clear_separations(fast *F)
+{
+    memset(F->apart, 0, sizeof(int) * (size_t)F->n);
+    return pairset_clear(&F->sep) || pairset_clear(&F->once) ? TS_ENOMEM : TS_OK;
 }
 
 /* ---- regions of one depth ---- */
@@ -237,6 +283,50 @@ static int new_region(fast *F, int vert)
     return F->nreg++;
 }
 
+/* A measurement in a depth's index: the region it measured (from the depth's first), its pair
+ * (pair_key) and where it is in F->M. */
+typedef struct indexed_meas {
+    uint64_t key;
+    long j;
+    int reg;
+    int a, b;               /* F->M[j]'s pair and round trip, copied: the index is read in */
+    double v;               /* pair order, F->M would be read at random */
+} indexed_meas;
+
+/* The current depth's measurements at the current samples per pair in (region, pair, position)
+ * order: region first + r's are at[start[r], start[r + 1]). Every decision reads a region's
+ * measurements grouped by pair; a batch only adds to them, so each batch's are merged in
+ * (update_region_index) rather than the region's all sorted again. */
+typedef struct region_index {
+    indexed_meas *at, *spare;   /* the index, and the buffer the next merge writes */
+    long n, cap;
+    long *start;
+    long upto;              /* F->M[0, upto) have been looked at */
+    int first, k;           /* the depth (its first region) and samples per pair indexed */
+} region_index;
+
+/* A buffer the decisions reuse from batch to batch: a big region's arrays run to megabytes,
+ * and allocating them afresh in every decision was paid again in page faults. */
+typedef struct scratch {
+    void *p;
+    size_t size;
+} scratch;
+
+/* The buffer, at least size bytes (its contents are not kept), or NULL when out of memory. */
+static void *scratch_get(scratch *s, size_t size)
+{
+    if (size > s->size) {
+        /* with room to grow: a depth's regions grow batch by batch */
+        size_t room = size + size / 2;
+        free(s->p);
+        s->size = 0;
+        if (!(s->p = malloc(room)))
+            return NULL;
+        s->size = room;
+    }
+    return s->p;
+}
+
 typedef struct walk {
     int first, last;        /* regions [first, last) are the current depth */
     int *rstart;            /* region first + r's live nodes: order[rstart[r], rstart[r + 1]) */
@@ -246,7 +336,9 @@ typedef struct walk {
     size_t stride;
     int np[BATCH];
     ts_pair_stats *st;
-    long *mstart, *midx;    /* this depth's measurements by region (index_by_region) */
+    region_index ix;        /* this depth's measurements by region and pair */
+    scratch resids, pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_longs;
+                            /* (region_residuals, sort_pair_resid, find_level_gap) */
 } walk;
 
 static void group_by_region(const fast *F, walk *W)
@@ -305,7 +397,7 @@ static void pad_random(fast *F, walk *W, int b, int *freel, int nfree)
 
 /* One round of tests of a region with a cut: members of fragments not known apart meet, the
  * planned tests counting as apart for the batch's later rounds; the rest pad. */
-static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int *freel)
+static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfrag, int *freel)
 {
     memcpy(freel, mem, sizeof(int) * (size_t)nmem);
     ts_rng_shuffle_int(&F->rng, freel, nmem);
@@ -319,6 +411,8 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int *fr
         int fx = ts_uf_find(F->uf, x);
         int tries = nmem < SCAN_LIMIT ? nmem : SCAN_LIMIT;
         int start = (int)ts_rng_below(&F->rng, (uint64_t)nmem);
+        if (F->apart[fx] >= nfrag - 1)
+            continue;           /* apart from every other fragment: no test would be new */
         for (int t = 0; t < tries; t++) {
             int j = (start + t) % nmem;
             if (j == i || taken[j])
@@ -360,7 +454,7 @@ static int plan_region(fast *F, walk *W, int r, int *active)
     int *freel = W->scratch + F->n;
     for (int b = 0; b < BATCH; b++) {
         if (R->has_cut) {
-            int rc = plan_tests(F, W, b, mem, nmem, freel);
+            int rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, freel);
             if (rc != TS_OK)
                 return rc;
         } else if (nmem <= STAR_PROOF_MAX) {
@@ -380,10 +474,8 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
         long cap = F->capm ? F->capm * 2 : 4096;
         while (cap < F->nm + np)
             cap *= 2;
-        meas *m = realloc(F->M, sizeof *m * (size_t)cap);
-        if (!m)
+        if (grow_both(&F->M, sizeof *F->M, &F->obs, sizeof *F->obs, cap))
             return TS_ENOMEM;
-        F->M = m;
         F->capm = cap;
     }
     for (int i = 0; i < np; i++) {
@@ -399,8 +491,8 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
         }
         F->count[st[i].a]++;
         F->count[st[i].b]++;
-        F->M[F->nm++] = (meas){st[i].a, st[i].b, F->reg[st[i].a], F->k, st[i].min_us,
-                               F->reg[st[i].a]};
+        F->M[F->nm] = (meas){st[i].a, st[i].b, F->reg[st[i].a], F->k, st[i].min_us};
+        F->obs[F->nm++] = (ts_offset_obs){st[i].a, st[i].b, F->reg[st[i].a], st[i].min_us};
     }
     return TS_OK;
 }
@@ -428,21 +520,11 @@ static int measure_batch(fast *F, walk *W)
  * only what it measured, not every pair since the start. */
 static int fit_offsets(fast *F, long first)
 {
-    long m = F->nm - first;
-    ts_offset_obs *obs = malloc(sizeof *obs * (size_t)(m + 1));
-    double *level = malloc(sizeof(double) * (size_t)(F->nreg + 1));
-    int rc = obs && level ? TS_OK : TS_ENOMEM;
-    for (long j = 0; rc == TS_OK && j < m; j++) {
-        const meas *q = &F->M[first + j];
-        obs[j] = (ts_offset_obs){q->a, q->b, q->cls, q->v};
-    }
-    if (rc == TS_OK && ts_fit_host_offsets(F->n, obs, m, F->nreg, F->off, level, OFFSET_SWEEPS,
-                                           F->depth > 0 ? F->prior : NULL, F->prior_w,
-                                           F->weight) != 0)
-        rc = TS_ENOMEM;
-    free(obs);
-    free(level);
-    return rc;
+    if (ts_fit_host_offsets(F->n, F->obs + first, F->nm - first, F->nreg, F->off, NULL,
+                            OFFSET_SWEEPS, F->depth > 0 ? F->prior : NULL, F->prior_w,
+                            F->weight) != 0)
+        return TS_ENOMEM;
+    return TS_OK;
 }
 
 /* ---- step 3: the level gap ---- */
@@ -450,13 +532,15 @@ static int fit_offsets(fast *F, long first)
 typedef struct resid {
     double r;
     long j;                 /* index into F->M */
-    uint64_t key;           /* its pair (pair_key) */
+    uint64_t key;           /* its pair (pair_key) ... */
+    int a, b;               /* ... as F->M[j] has it */
 } resid;
 
 typedef struct pair_resid {
     double r;               /* the mean residual of the pair's measurements */
     long j;                 /* index into F->M of its first measurement */
     long first, n;          /* its measurements in the pair-ordered list */
+    int a, b;               /* the pair (as in F->M: the decisions read them in residual order) */
 } pair_resid;
 
 static int cmp_pair_resid(const void *x, const void *y)
@@ -465,10 +549,96 @@ static int cmp_pair_resid(const void *x, const void *y)
     return a->r < b->r ? -1 : a->r > b->r ? 1 : (a->j > b->j) - (a->j < b->j);
 }
 
-/* Kruskal forest over the region's members in residual order: kpar/ktime per node. */
+/* A double's bits as an unsigned integer in the double's order (-0 as 0). */
+static uint64_t order_bits(double r)
+{
+    uint64_t u;
+    if (r == 0)
+        r = 0;
+    memcpy(&u, &r, sizeof u);
+    return u >> 63 ? ~u : u | (uint64_t)1 << 63;
+}
+
+typedef struct sort_key {
+    uint32_t bits;          /* 32 bits of order_bits below those all share: the order, up to ties */
+    uint32_t at;            /* the pair's place in the unsorted array */
+} sort_key;
+
+#define RADIX_BITS 11
+#define RADIX_MIN 512       /* fewer pairs than this: qsort */
+
+/* y[0..n-1] in cmp_pair_resid's order, into *sorted (y itself, or W->sort_out). Every
+ * decision of every batch sorts its regions' pairs by residual, and the residuals move with
+ * every offset fit, so the order is found afresh each time, in linear time (a comparison sort
+ * of the big regions' hundreds of thousands of pairs was most of the method's time): a
+ * least-significant-digit radix sort on 32 bits of the residuals' order, the highest that
+ * differ among them (the sign and exponent are mostly the same for all: 3 passes over 8-byte
+ * keys), then the pairs that share them put in the comparison's order. Returns TS_OK or
+ * TS_ENOMEM. */
+static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
+{
+    *sorted = y;
+    int nan = 0;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (long i = 0; i < n && !nan; i++) {
+        uint64_t bits = order_bits(y[i].r);
+        lo = bits < lo ? bits : lo;
+        hi = bits > hi ? bits : hi;
+        nan = isnan(y[i].r);
+    }
+    int shared = 0;             /* leading bits all keys share, up to 32 */
+    while (n > 0 && shared < 32 && !((lo ^ hi) >> (63 - shared) & 1))
+        shared++;
+    if (n < RADIX_MIN || nan || n > (long)UINT32_MAX) {  /* (NaN has no place in the order) */
+        qsort(y, (size_t)n, sizeof *y, cmp_pair_resid);
+        return TS_OK;
+    }
+    enum { DIGITS = (32 + RADIX_BITS - 1) / RADIX_BITS, BUCKETS = 1 << RADIX_BITS };
+    sort_key *key = scratch_get(&W->sort_keys, sizeof *key * (size_t)n);
+    sort_key *tmp = scratch_get(&W->sort_tmp, sizeof *tmp * (size_t)n);
+    pair_resid *out = scratch_get(&W->sort_out, sizeof *out * (size_t)n);
+    long (*count)[BUCKETS] = calloc(DIGITS, sizeof *count);
+    if (!key || !tmp || !out || !count) {
+        free(count);
+        return TS_ENOMEM;
+    }
+    for (long i = 0; i < n; i++) {
+        key[i] = (sort_key){(uint32_t)(order_bits(y[i].r) << shared >> 32), (uint32_t)i};
+        for (int d = 0; d < DIGITS; d++)
+            count[d][key[i].bits >> (d * RADIX_BITS) & (BUCKETS - 1)]++;
+    }
+    for (int d = 0; d < DIGITS; d++) {
+        long *c = count[d], sum = 0;
+        if (c[key[0].bits >> (d * RADIX_BITS) & (BUCKETS - 1)] == n)
+            continue;           /* every key has this digit alike */
+        for (int b = 0; b < BUCKETS; b++) {
+            long here = c[b];
+            c[b] = sum;
+            sum += here;
+        }
+        for (long i = 0; i < n; i++)
+            tmp[c[key[i].bits >> (d * RADIX_BITS) & (BUCKETS - 1)]++] = key[i];
+        sort_key *t = key;
+        key = tmp;
+        tmp = t;
+    }
+    for (long i = 0; i < n; i++)
+        out[i] = y[key[i].at];
+    /* the runs of equal keys (residuals equal, or nearly) by the comparison */
+    for (long i = 0, e; i < n; i = e) {
+        for (e = i + 1; e < n && key[e].bits == key[i].bits; e++)
+            ;
+        if (e - i > 1)
+            qsort(out + i, (size_t)(e - i), sizeof *out, cmp_pair_resid);
+    }
+    free(count);
+    *sorted = out;
+    return TS_OK;
+}
+
+/* Kruskal forest over a small region's children (group_children): parent and rank by node. */
 typedef struct forest {
     int *par, *rank;
-    long *time;
 } forest;
 
 static int forest_root(const forest *K, int x)
@@ -478,24 +648,85 @@ static int forest_root(const forest *K, int x)
     return x;
 }
 
-/* The edge index at which a and b became connected (LONG_MAX: never). */
-static long connected_at(const forest *K, int a, int b)
+/* When the pairs of a region's members became connected in the Kruskal pass over its pairs
+ * in residual order. The components' member lists are concatenated as they join, the joining
+ * edge's index kept at the seam; two members became connected at the highest seam between
+ * them in the final order (the seams inside either list are older than the one that joined
+ * the two, and later joins only add at the lists' ends). A sparse table of seam maxima answers
+ * each pair in constant time, where climbing a union tree took a dozen steps at random. */
+typedef struct join_order {
+    int *uf, *head, *tail, *next, *pos;     /* per node */
+    long *seam_after;                       /* per node: the seam after it in its list */
+    long *seams;                            /* levels x nmem: seam maxima over 2^level seams */
+    int nmem;
+} join_order;
+
+static int join_order_init(walk *W, join_order *J, int n, int nmem)
 {
-    long when = -1;
-    while (a != b) {
-        if (K->time[a] <= K->time[b]) {
-            if (K->par[a] == a)
-                return LONG_MAX;
-            when = K->time[a];
-            a = K->par[a];
-        } else {
-            if (K->par[b] == b)
-                return LONG_MAX;
-            when = K->time[b];
-            b = K->par[b];
+    int levels = 1;
+    while ((1 << levels) < nmem)
+        levels++;
+    int *ints = scratch_get(&W->join_ints, sizeof(int) * 5 * (size_t)n);
+    long *longs = scratch_get(&W->join_longs, sizeof(long) * ((size_t)n + (size_t)levels * (size_t)nmem));
+    if (!ints || !longs)
+        return TS_ENOMEM;
+    *J = (join_order){ints, ints + n, ints + 2 * n, ints + 3 * n, ints + 4 * n, longs, longs + n,
+                      nmem};
+    return TS_OK;
+}
+
+/* The pairs x[0..m-1] joined in order over the members mem[0..nmem-1]; merges[j + 1] counts
+ * the joins among the first j + 1 pairs. Then the members in list order and the seam table. */
+static void join_in_order(join_order *J, const int *mem, int nmem, const pair_resid *x, long m,
+                          long *merges)
+{
+    for (int i = 0; i < nmem; i++) {
+        int v = mem[i];
+        J->uf[v] = J->head[v] = J->tail[v] = v;
+        J->next[v] = -1;
+        J->seam_after[v] = LONG_MAX;
+    }
+    for (long j = 0; j < m; j++) {
+        int a = ts_uf_find(J->uf, x[j].a), b = ts_uf_find(J->uf, x[j].b);
+        merges[j + 1] = merges[j] + (a != b);
+        if (a == b)
+            continue;
+        J->next[J->tail[a]] = J->head[b];
+        J->seam_after[J->tail[a]] = j;
+        int root = a < b ? a : b;
+        J->uf[a < b ? b : a] = root;
+        J->head[root] = J->head[a];
+        J->tail[root] = J->tail[b];
+    }
+    /* the lists one after another (between two, a seam never joined: LONG_MAX) */
+    long *level0 = J->seams;
+    int p = 0;
+    for (int i = 0; i < nmem; i++) {
+        if (J->uf[mem[i]] != mem[i])
+            continue;
+        for (int v = J->head[mem[i]]; v >= 0; v = J->next[v]) {
+            J->pos[v] = p;
+            level0[p++] = J->seam_after[v];
         }
     }
-    return when;
+    for (int lv = 1; (1 << lv) < nmem; lv++) {
+        long *below = J->seams + (size_t)(lv - 1) * (size_t)nmem, *here = below + nmem;
+        for (int i = 0; i + (1 << lv) <= nmem; i++)
+            here[i] = below[i] > below[i + (1 << (lv - 1))] ? below[i] : below[i + (1 << (lv - 1))];
+    }
+}
+
+/* The edge index at which a and b became connected (LONG_MAX: never). */
+static long connected_at(const join_order *J, int a, int b)
+{
+    int lo = J->pos[a] < J->pos[b] ? J->pos[a] : J->pos[b];
+    int hi = J->pos[a] < J->pos[b] ? J->pos[b] : J->pos[a];
+    int lv = 0;
+    while ((2 << lv) <= hi - lo)
+        lv++;
+    const long *row = J->seams + (size_t)lv * (size_t)J->nmem;
+    long left = row[lo], right = row[hi - (1 << lv)];
+    return left > right ? left : right;
 }
 
 typedef struct level_gap {
@@ -535,40 +766,23 @@ static double gap_margin(const pair_resid *x, long k, long t, long m)
 }
 
 /* The widest consistent cut of x[0..m-1] (sorted) among the nmem members (see the header). */
-static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nmem,
+static level_gap find_level_gap(const fast *F, walk *W, const int *mem, int nmem,
                                 const pair_resid *x, long m)
 {
     level_gap best = {0, 0, 0, 0, INFINITY, NAN, NAN, NAN};
     if (m < 3)
         return best;
-    for (int i = 0; i < nmem; i++) {
-        K->par[mem[i]] = mem[i];
-        K->rank[mem[i]] = 0;
-        K->time[mem[i]] = LONG_MAX;
-    }
-    long *merges = calloc((size_t)(3 * m + 3), sizeof(long));   /* merges, viol, conn */
-    if (!merges)
+    join_order J;
+    long *merges = scratch_get(&W->gap, sizeof(long) * (size_t)(3 * m + 3)); /* merges, viol, conn */
+    if (!merges || join_order_init(W, &J, F->n, nmem) != TS_OK)
         return best;
+    memset(merges, 0, sizeof(long) * (size_t)(3 * m + 3));
     long *viol = merges + m + 1;
-    for (long j = 0; j < m; j++) {
-        const meas *q = &F->M[x[j].j];
-        int a = forest_root(K, q->a), b = forest_root(K, q->b);
-        merges[j + 1] = merges[j] + (a != b);
-        if (a == b)
-            continue;
-        if (K->rank[a] < K->rank[b]) {
-            int tmp = a;
-            a = b;
-            b = tmp;
-        }
-        K->par[b] = a;
-        K->time[b] = j;
-        K->rank[a] += K->rank[a] == K->rank[b];
-    }
+    join_in_order(&J, mem, nmem, x, m, merges);
     /* edge j violates every cut k with connected_at(j) < k <= j (a far pair inside a child) */
     long *conn = viol + m + 1;
     for (long j = 0; j < m; j++) {
-        long c = connected_at(K, F->M[x[j].j].a, F->M[x[j].j].b);
+        long c = connected_at(&J, x[j].a, x[j].b);
         conn[j] = c;
         if (c < j) {
             viol[c + 1]++;
@@ -619,17 +833,10 @@ static level_gap find_level_gap(const fast *F, forest *K, const int *mem, int nm
      * FALSE_SPLIT (the widest of m exponential spacings exceeds the mean by ~ln m) */
     best.threshold = threshold;
     best.significant = best.k > 0 && best.margin >= threshold;
-    free(merges);
     return best;
 }
 
 /* ---- step 4: decide ---- */
-
-static int cmp_resid_pair(const void *x, const void *y)
-{
-    const resid *a = x, *b = y;
-    return a->key < b->key ? -1 : a->key > b->key ? 1 : (a->j > b->j) - (a->j < b->j);
-}
 
 /* Whether the pairs of a region without a gap fit a star: each pair's mean against the model
  * mean = o[a] + o[b] (every host its own offset, fitted here, weighted by the pair's count of
@@ -741,8 +948,7 @@ static int collect_child_pairs(fast *F, const pair_resid *y, long n, double far_
     for (long i = 0; i < n; i++) {
         if (y[i].r > far_hi)
             continue;
-        const meas *q = &F->M[y[i].j];
-        g[N++] = (keyed_resid){pair_key(ts_uf_find(F->uf, q->a), ts_uf_find(F->uf, q->b)), y[i].r};
+        g[N++] = (keyed_resid){pair_key(ts_uf_find(F->uf, y[i].a), ts_uf_find(F->uf, y[i].b)), y[i].r};
     }
     qsort(g, (size_t)N, sizeof *g, cmp_keyed_resid);
     *within = 0;
@@ -870,33 +1076,37 @@ out:
  * order), and one residual per pair, their mean, in residual order (y; y[i].j is the index
  * in x of the pair's first measurement, y[i].n their count): the gap is looked for among
  * pairs, a pair measured twice (tournaments) counting once. */
-static int region_residuals(fast *F, const walk *W, int r, resid **xp, long *mp,
+static int region_residuals(fast *F, walk *W, int r, resid **xp, long *mp,
                             pair_resid **yp, long *np)
 {
-    const long *idx = W->midx + W->mstart[r];
-    long m = 0, n = 0, cnt = W->mstart[r + 1] - W->mstart[r];
-    resid *x = malloc(sizeof *x * (size_t)(cnt + 1));
-    pair_resid *y = malloc(sizeof *y * (size_t)(cnt + 1));
-    if (!x || !y) {
-        free(x);
-        free(y);
+    const indexed_meas *at = W->ix.at + W->ix.start[r];
+    long m = 0, n = 0, cnt = W->ix.start[r + 1] - W->ix.start[r];
+    resid *x = scratch_get(&W->resids, sizeof *x * (size_t)(cnt + 1));
+    pair_resid *y = scratch_get(&W->pairs_by_resid, sizeof *y * (size_t)(cnt + 1));
+    if (!x || !y)
         return TS_ENOMEM;
-    }
-    for (long i = 0; i < cnt; i++) {
-        const meas *q = &F->M[idx[i]];
-        if (!F->dead[q->a] && !F->dead[q->b])
-            x[m++] = (resid){q->v - F->off[q->a] - F->off[q->b], idx[i], pair_key(q->a, q->b)};
-    }
-    qsort(x, (size_t)m, sizeof *x, cmp_resid_pair);
+    /* in pair order already (the index's) */
+    for (long i = 0; i < cnt; i++)
+        if (!F->dead[at[i].a] && !F->dead[at[i].b])
+            x[m++] = (resid){at[i].v - F->off[at[i].a] - F->off[at[i].b], at[i].j, at[i].key,
+                             at[i].a, at[i].b};
     for (long j = 0; j < m; n++) {
         long e = j;
         double sum = 0;
         while (e < m && x[e].key == x[j].key)
             sum += x[e++].r;
-        y[n] = (pair_resid){sum / (double)(e - j), x[j].j, j, e - j};
+        y[n] = (pair_resid){sum / (double)(e - j), x[j].j, j, e - j, x[j].a, x[j].b};
         j = e;
     }
-    qsort(y, (size_t)n, sizeof *y, cmp_pair_resid);
+    pair_resid *sorted;
+    if (sort_pair_resid(W, y, n, &sorted) != TS_OK)
+        return TS_ENOMEM;
+    if (sorted != y) {          /* the sort's buffer holds them now: it becomes the pairs' */
+        scratch t = W->pairs_by_resid;
+        W->pairs_by_resid = W->sort_out;
+        W->sort_out = t;
+        y = sorted;
+    }
     *xp = x;
     *mp = m;
     *yp = y;
@@ -917,10 +1127,12 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
         return TS_ENOMEM;
     for (int joined = 1; joined;) {
         joined = 0;
-        pairset_clear(&once);
+        if (pairset_clear(&once)) {
+            free(once.key);
+            return TS_ENOMEM;
+        }
         for (long i = 0; i < k; i++) {
-            const meas *q = &F->M[y[i].j];
-            int fa = ts_uf_find(F->uf, q->a), fb = ts_uf_find(F->uf, q->b);
+            int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
             if (fa == fb)
                 continue;
             if (y[i].n < 2 && i > k / 2 && !pairset_has(&once, fa, fb)) {
@@ -938,7 +1150,7 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
     return TS_OK;
 }
 
-static int decide_region(fast *F, walk *W, int r, forest *K)
+static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
 {
     region *R = &F->R[W->first + r];
     const int *mem = W->order + W->rstart[r];
@@ -949,8 +1161,8 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
     pair_resid *y;
     long m, np;
     if (region_residuals(F, W, r, &x, &m, &y, &np) != TS_OK)
-        return TS_ENOMEM;
-    level_gap g = find_level_gap(F, K, mem, nmem, y, np);
+        return TS_ENOMEM;     /* (x and y are W's scratch) */
+    level_gap g = find_level_gap(F, W, mem, nmem, y, np);
     /* a region in its first tournament looks at its pairs once a batch: each look before
      * every pair has met spends a share of FALSE_SPLIT (Bonferroni over the looks) */
     int cycle = nmem + (nmem & 1) - 1;
@@ -968,17 +1180,20 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
      * stragglers and outliers leave it. Without one, every pair is this region's class. */
     for (long i = 0; i < np; i++) {
         int cls = !g.significant ? ri : i < g.k + g.t || y[i].r > g.far_hi ? -1 : ri;
-        for (long e = y[i].first; e < y[i].first + y[i].n; e++)
-            F->M[x[e].j].cls = cls;
-    }
-    if (R->has_cut && join_fragments(F, y, g.k) != TS_OK) {
-        free(x);
-        free(y);
-        return TS_ENOMEM;
+        F->obs[y[i].j].cls = cls;   /* (the first; x has the others, when measured again) */
+        for (long e = y[i].first + 1; e < y[i].first + y[i].n; e++)
+            F->obs[x[e].j].cls = cls;
     }
     R->level = np > 0 ? F->M[y[g.k + g.t + (np - g.k - g.t) / 2].j].v : NAN;
     if (R->has_cut && g.gap_us / g.margin > F->noise_us)
         F->noise_us = g.gap_us / g.margin;
+    /* A pass before the last classifies the pairs for the next offset fit, no more: the last
+     * pass finds a big region's fragments and separations afresh. (A small region's tests of
+     * its children keep what each pass found, so it takes every step every pass.) */
+    if (!last_pass && nmem > STAR_PROOF_MAX)
+        return TS_OK;
+    if (R->has_cut && join_fragments(F, y, g.k) != TS_OK)
+        return TS_ENOMEM;
     /* fragments and the fragment pairs known apart */
     R->nfrag = 0;
     for (int i = 0; i < nmem; i++)
@@ -986,8 +1201,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
     R->nsep = 0;
     int rc = TS_OK;
     for (long i = g.k + g.t; R->has_cut && i < np && rc == TS_OK; i++) {
-        const meas *q = &F->M[y[i].j];
-        int fa = ts_uf_find(F->uf, q->a), fb = ts_uf_find(F->uf, q->b);
+        int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
         if (fa == fb || y[i].r > g.far_hi)
             continue;
         /* a pair measured twice (a tournament's second half) is a second opinion of itself */
@@ -1014,8 +1228,6 @@ static int decide_region(fast *F, walk *W, int r, forest *K)
         R->vary_z = R->grouped ? NAN
                                : child_pairs_vary(F, y + g.k + g.t, np - g.k - g.t, g.far_hi);
     }
-    free(x);
-    free(y);
     return rc;
 }
 
@@ -1061,43 +1273,87 @@ static void settle_region(fast *F, region *R, int *escalate)
         *escalate = 1;
 }
 
-/* The current depth's measurements at the current samples per pair, by region: region
- * first + r's are W->midx[W->mstart[r], W->mstart[r + 1]), in the order they were taken. */
-static int index_by_region(const fast *F, walk *W)
+static int cmp_indexed_meas(const void *x, const void *y)
 {
+    const indexed_meas *a = x, *b = y;
+    if (a->reg != b->reg)
+        return a->reg < b->reg ? -1 : 1;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return (a->j > b->j) - (a->j < b->j);
+}
+
+/* Brings W->ix up to the measurements taken since it was last brought up: they are sorted
+ * among themselves (one batch) and merged in. A new depth, or samples per pair doubled (the
+ * depth's measurements so far no longer count), starts it afresh. */
+static int update_region_index(const fast *F, walk *W)
+{
+    region_index *ix = &W->ix;
     int nr = W->last - W->first;
-    free(W->mstart);
-    free(W->midx);
-    W->mstart = calloc((size_t)nr + 2, sizeof(long));
-    W->midx = malloc(sizeof(long) * (size_t)(F->nm + 1));
-    if (!W->mstart || !W->midx)
-        return TS_ENOMEM;
-    for (long j = 0; j < F->nm; j++)
-        if (F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k)
-            W->mstart[F->M[j].reg - W->first + 2]++;
+    if (!ix->start || ix->first != W->first || ix->k != F->k) {
+        free(ix->start);
+        ix->start = calloc((size_t)nr + 1, sizeof(long));
+        if (!ix->start)
+            return TS_ENOMEM;
+        ix->n = 0;
+        ix->upto = F->depth_first_meas;
+        ix->first = W->first;
+        ix->k = F->k;
+    }
+    long fresh = 0;
+    for (long j = ix->upto; j < F->nm; j++)
+        fresh += F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k;
+    if (ix->n + fresh > ix->cap) {
+        long cap = 2 * (ix->n + fresh) + 1024;
+        if (grow_both(&ix->at, sizeof *ix->at, &ix->spare, sizeof *ix->spare, cap))
+            return TS_ENOMEM;
+        ix->cap = cap;
+    }
+    /* the fresh ones sorted at the spare's end, then merged with the index from its start
+     * (the merge never overtakes them: it has written fewer than it has read) */
+    indexed_meas *add = ix->spare + ix->cap - fresh;
+    long a = 0;
+    for (long j = ix->upto; j < F->nm; j++) {
+        const meas *q = &F->M[j];
+        if (q->reg >= W->first && q->reg < W->last && q->k == F->k)
+            add[a++] = (indexed_meas){pair_key(q->a, q->b), j, q->reg - W->first, q->a, q->b, q->v};
+    }
+    qsort(add, (size_t)fresh, sizeof *add, cmp_indexed_meas);
+    long i = 0, o = 0;
+    a = 0;
+    while (i < ix->n || a < fresh) {
+        if (a == fresh || (i < ix->n && cmp_indexed_meas(&ix->at[i], &add[a]) < 0))
+            ix->spare[o++] = ix->at[i++];
+        else
+            ix->spare[o++] = add[a++];
+    }
+    indexed_meas *t = ix->at;
+    ix->at = ix->spare;
+    ix->spare = t;
+    ix->n = o;
+    ix->upto = F->nm;
+    memset(ix->start, 0, sizeof(long) * ((size_t)nr + 1));
+    for (long e = 0; e < ix->n; e++)
+        ix->start[ix->at[e].reg + 1]++;
     for (int r = 0; r < nr; r++)
-        W->mstart[r + 2] += W->mstart[r + 1];
-    for (long j = 0; j < F->nm; j++)
-        if (F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k)
-            W->midx[W->mstart[F->M[j].reg - W->first + 1]++] = j;
+        ix->start[r + 1] += ix->start[r];
     return TS_OK;
 }
 
 static int decide_depth(fast *F, walk *W)
 {
     int nr = W->last - W->first, rc = TS_OK, escalate = 0;
-    forest K = {malloc(sizeof(int) * (size_t)F->n), malloc(sizeof(int) * (size_t)F->n),
-                malloc(sizeof(long) * (size_t)F->n)};
-    if (!K.par || !K.rank || !K.time)
+    forest K = {malloc(sizeof(int) * (size_t)F->n), malloc(sizeof(int) * (size_t)F->n)};
+    if (!K.par || !K.rank)
         rc = TS_ENOMEM;
     if (rc == TS_OK)
-        rc = index_by_region(F, W);
+        rc = update_region_index(F, W);
     for (int pass = 0; pass < FIT_PASSES && rc == TS_OK; pass++) {
         rc = fit_offsets(F, F->depth_first_meas);
-        pairset_clear(&F->sep);
-        pairset_clear(&F->once);
+        if (rc == TS_OK)
+            rc = clear_separations(F);
         for (int r = 0; r < nr && rc == TS_OK; r++)
-            rc = decide_region(F, W, r, &K);
+            rc = decide_region(F, W, r, &K, pass == FIT_PASSES - 1);
     }
     for (int r = 0; r < nr && rc == TS_OK; r++)
         settle_region(F, &F->R[W->first + r], &escalate);
@@ -1106,7 +1362,7 @@ static int decide_depth(fast *F, walk *W)
          * they leave the cuts and the fit, and every open region starts over */
         for (long j = 0; j < F->nm; j++)
             if (F->M[j].reg >= W->first && F->R[F->M[j].reg].state == OPEN)
-                F->M[j].cls = -1, F->M[j].k = -F->M[j].k;
+                F->obs[j].cls = -1, F->M[j].k = -F->M[j].k;
         for (int r = 0; r < nr; r++)
             if (F->R[W->first + r].state == OPEN)
                 F->R[W->first + r].rounds = F->R[W->first + r].tour = F->R[W->first + r].has_cut = 0;
@@ -1116,7 +1372,6 @@ static int decide_depth(fast *F, walk *W)
     }
     free(K.par);
     free(K.rank);
-    free(K.time);
     return rc;
 }
 
@@ -1131,8 +1386,8 @@ static int run_depth(fast *F, walk *W)
         memcpy(F->prior, F->off, sizeof(double) * (size_t)F->n);
         memcpy(F->prior_w, F->weight, sizeof(double) * (size_t)F->n);
     }
-    pairset_clear(&F->sep);
-    pairset_clear(&F->once);
+    if ((rc = clear_separations(F)) != TS_OK)
+        return rc;
     for (;;) {
         group_by_region(F, W);
         int active = 0, nr = W->last - W->first;
@@ -1288,8 +1543,13 @@ static int fast_run(fast *F)
         F->depth++;
     }
 out:
-    free(W.mstart);
-    free(W.midx);
+    scratch *buffers[] = {&W.resids,   &W.pairs_by_resid, &W.sort_keys,  &W.sort_tmp,
+                          &W.sort_out, &W.gap,            &W.join_ints, &W.join_longs};
+    for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
+        free(buffers[i]->p);
+    free(W.ix.at);
+    free(W.ix.spare);
+    free(W.ix.start);
     free(next_reg);
     free(W.order);
     free(W.rstart);
@@ -1462,13 +1722,14 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.uf = malloc(sizeof(int) * (size_t)n);
     F.local = malloc(sizeof(int) * (size_t)n);
     F.grp = malloc(sizeof(int) * (size_t)n);
+    F.apart = calloc((size_t)n, sizeof(int));
     F.off = calloc((size_t)n, sizeof(double));
     F.weight = calloc((size_t)n, sizeof(double));
     F.prior = calloc((size_t)n, sizeof(double));
     F.prior_w = calloc((size_t)n, sizeof(double));
     F.dead = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    rc = F.reg && F.uf && F.local && F.grp && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
+    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
                      pairset_init(&F.once, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
@@ -1487,6 +1748,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.uf);
     free(F.local);
     free(F.grp);
+    free(F.apart);
     free(F.off);
     free(F.weight);
     free(F.prior);
@@ -1497,6 +1759,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.once.key);
     free(F.R);
     free(F.M);
+    free(F.obs);
     free(F.ambiguous);
     if (rc != TS_OK) {
         ts_utree_free(tree);

@@ -17,16 +17,24 @@ static double huber_weight(double resid, double scale)
     return a <= HUBER_C * scale || scale <= 0 ? 1.0 : HUBER_C * scale / a;
 }
 
-/* Equations by node: the used ones of node i are idx[start[i], start[i + 1]). */
-static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp, long **idxp)
+/* One used equation as one of its nodes sees it: the other node, the class, the round trip. */
+typedef struct node_eq {
+    int other, cls;
+    double v;
+} node_eq;
+
+/* Equations by node: the used ones of node i are eq[start[i], start[i + 1]), in the order of
+ * obs. Copied rather than indexed: the sweeps read each node's equations in turn, and reading
+ * them through an index went to obs at random (megabytes, for a big region). */
+static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp, node_eq **eqp)
 {
     long *start = calloc((size_t)n + 1, sizeof(long));
     long *fill = malloc(sizeof(long) * ((size_t)n + 1));
-    long *idx = malloc(sizeof(long) * (size_t)(2 * m + 1));
-    if (!start || !fill || !idx) {
+    node_eq *eq = malloc(sizeof *eq * (size_t)(2 * m + 1));
+    if (!start || !fill || !eq) {
         free(start);
         free(fill);
-        free(idx);
+        free(eq);
         return -1;
     }
     for (long j = 0; j < m; j++)
@@ -39,36 +47,50 @@ static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp,
     memcpy(fill, start, sizeof(long) * (size_t)n);
     for (long j = 0; j < m; j++)
         if (obs[j].cls >= 0) {
-            idx[fill[obs[j].a]++] = j;
-            idx[fill[obs[j].b]++] = j;
+            const ts_offset_obs *o = &obs[j];
+            eq[fill[o->a]++] = (node_eq){o->b, o->cls, o->v};
+            eq[fill[o->b]++] = (node_eq){o->a, o->cls, o->v};
         }
     free(fill);
     *startp = start;
-    *idxp = idx;
+    *eqp = eq;
     return 0;
 }
 
-/* Each class's level (weighted mean of v - off[a] - off[b]) and scale (mean |residual|). */
+/* Each class's level (weighted mean of v - off[a] - off[b]) and scale (mean |residual|).
+ * The sums of the class at hand are kept in locals while its equations follow one another (a
+ * region's are all together): summed in memory, every equation waited for the last one's
+ * store. The same additions in the same order, so the same sums. */
 static void fit_levels(const ts_offset_obs *obs, long m, int ncls, const double *off,
                        double *level, double *scale, double *sum, double *wsum)
 {
     for (int pass = 0; pass < 2; pass++) {
         memset(sum, 0, sizeof(double) * (size_t)ncls);
         memset(wsum, 0, sizeof(double) * (size_t)ncls);
+        int run = -1;           /* the class whose sums are in s and ws */
+        double s = 0, ws = 0, lv = 0, sc = 0;
         for (long j = 0; j < m; j++) {
             const ts_offset_obs *o = &obs[j];
             if (o->cls < 0)
                 continue;
+            if (o->cls != run) {
+                if (run >= 0)
+                    sum[run] = s, wsum[run] = ws;
+                run = o->cls;
+                s = sum[run], ws = wsum[run], lv = level[run], sc = scale[run];
+            }
             double x = o->v - off[o->a] - off[o->b];
             if (pass == 0) {
-                double w = isfinite(level[o->cls]) ? huber_weight(x - level[o->cls], scale[o->cls]) : 1;
-                sum[o->cls] += w * x;
-                wsum[o->cls] += w;
+                double w = isfinite(lv) ? huber_weight(x - lv, sc) : 1;
+                s += w * x;
+                ws += w;
             } else {
-                sum[o->cls] += fabs(x - level[o->cls]);
-                wsum[o->cls] += 1;
+                s += fabs(x - lv);
+                ws += 1;
             }
         }
+        if (run >= 0)
+            sum[run] = s, wsum[run] = ws;
         for (int c = 0; c < ncls; c++) {
             if (pass == 0)
                 level[c] = wsum[c] > 0 ? sum[c] / wsum[c] : NAN;
@@ -82,14 +104,22 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
                         double *level, int sweeps, const double *prior, const double *prior_w,
                         double *weight)
 {
-    long *start, *idx;
+    long *start;
+    node_eq *eq;
     double *scale = calloc((size_t)ncls + 1, sizeof(double));
     double *sum = malloc(sizeof(double) * ((size_t)ncls + 1));
     double *wsum = malloc(sizeof(double) * ((size_t)ncls + 1));
-    if (!scale || !sum || !wsum || index_by_node(n, obs, m, &start, &idx)) {
+    /* without a caller's array the levels are the fit's own, and the last sweep's are not
+     * worked out (only the offsets are wanted) */
+    double *own_level = level ? NULL : malloc(sizeof(double) * ((size_t)ncls + 1));
+    int want_levels = level != NULL;
+    if (!level)
+        level = own_level;
+    if (!scale || !sum || !wsum || !level || index_by_node(n, obs, m, &start, &eq)) {
         free(scale);
         free(sum);
         free(wsum);
+        free(own_level);
         return -1;
     }
     for (int c = 0; c < ncls; c++)
@@ -107,11 +137,10 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
             /* the prior (an earlier fit) or the shrinkage: one equation saying 0 */
             double den = prior ? prior_w[i] + shrink : shrink, num = prior ? den * prior[i] : 0;
             for (long k = start[i]; k < start[i + 1]; k++) {
-                const ts_offset_obs *o = &obs[idx[k]];
-                int other = o->a == i ? o->b : o->a;
+                const node_eq *o = &eq[k];
                 if (!isfinite(level[o->cls]))
                     continue;
-                double x = o->v - off[other] - level[o->cls];
+                double x = o->v - off[o->other] - level[o->cls];
                 /* a class's equations count by its precision: the far pairs of a loaded top
                  * region vary by several us with the load, a leaf's pairs by the jitter */
                 double sc = scale[o->cls] > 0 ? scale[o->cls] : 1;
@@ -123,7 +152,8 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
             if (s == sweeps - 1 && weight)
                 weight[i] = den;
         }
-        fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
+        if (want_levels || s < sweeps - 1)
+            fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
     }
     /* centre: the offsets' mean moves into the levels (twice: a pair has two hosts); with a
      * prior, the prior holds them where they were */
@@ -138,7 +168,8 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
             level[c] += 2 * mean;
     }
     free(start);
-    free(idx);
+    free(eq);
+    free(own_level);
     free(scale);
     free(sum);
     free(wsum);

@@ -15,7 +15,8 @@ typedef struct ts_offset_obs {
     double v;               /* the pair's round-trip estimate, us */
 } ts_offset_obs;
 
-/* Fit off[0..n-1] (in/out: the previous fit is the starting point) and level[0..ncls-1] (out)
+/* Fit off[0..n-1] (in/out: the previous fit is the starting point) and level[0..ncls-1] (out;
+ * NULL when only the offsets are wanted)
  * by robust least squares: Gauss-Seidel sweeps over nodes and classes, each equation counted
  * by its class's precision and weighted down (Huber) when its residual is far out for its
  * class, and every offset shrunk towards 0 by one equation of the noisiest class so that a
