@@ -28,7 +28,7 @@ RANKS=$TB_BUILD/bin/twolevel_bcast
 BUDGET=1500
 export SLURM_CONF=$TB_CONF
 
-tb_tap_begin 45 "make; twolevel_bcast needs mpicc" "$TB_FABEMU" "$PLUGIN" "$PROLOG" "$RANKS"
+tb_tap_begin 46 "make; twolevel_bcast needs mpicc" "$TB_FABEMU" "$PLUGIN" "$PROLOG" "$RANKS"
 
 # Everything slurmd runs or reads lives in the state dir (each slurmd has a private /tmp).
 D=$TB_STATE/jobs/spank-t.$$
@@ -176,7 +176,7 @@ ok $? "the epilog removed the job's spool directories"
 S=$D/out/spread
 mkdir -p "$S"
 timeout 120 srun -N8 --topo-aware=spread -o "$S/task.%t" sh -c \
-  'echo "task=$SLURM_PROCID host=$(hostname) rank=$TOPOSCOPE_RANK leaf=$TOPOSCOPE_GROUP_LEAF lead=$TOPOSCOPE_LEADER_LEAF node=$TOPOSCOPE_GROUP_NODE status=$TOPOSCOPE_STATUS"
+  'echo "task=$SLURM_PROCID host=$(hostname) rank=$TOPOSCOPE_RANK leaf=$TOPOSCOPE_GROUP_LEAF lead=$TOPOSCOPE_LEADER_LEAF node=$TOPOSCOPE_GROUP_NODE status=$TOPOSCOPE_STATUS addr=$SLURM_TOPOLOGY_ADDR"
    [ "$SLURM_PROCID" != 0 ] || cp "$TOPOSCOPE_DIR/topology.conf" '"$S"'/topology.conf' > "$S/srun.out" 2>&1
 ok $? "srun -N8 --topo-aware=spread runs"
 # the tasks' own lines (slurmstepd may add its messages to a task's output file)
@@ -194,7 +194,18 @@ awk 'NR == FNR { sw[$1] = $2; next }
 rc=$?
 ok $rc "every task's TOPOSCOPE_GROUP_LEAF is its leaf in the inferred tree (one group and one leader per leaf switch, a node group per node)"
 [ $rc -eq 0 ] || { cat "$S/inferred.txt" "$S"/task.* "$S/srun.out" "$S/topology.conf"; } 2>/dev/null | head -40 | diag
-[ "$(grep -c 'status=measured$' "$S/tasks.txt")" = 8 ]; ok $? "srun: every task has TOPOSCOPE_STATUS=measured"
+[ "$(grep -c 'status=measured ' "$S/tasks.txt")" = 8 ]; ok $? "srun: every task has TOPOSCOPE_STATUS=measured"
+# Slurm's own view (topology/tree on the fabric file): SLURM_TOPOLOGY_ADDR is "spine.LEAF.NODE";
+# the tasks that share its LEAF are the tasks that share TOPOSCOPE_GROUP_LEAF
+awk '{ split($5, l, "="); split($8, a, "="); n = split(a[2], part, ".")
+       if (n < 2 || l[2] == "") bad = 1
+       sw = part[n - 1]
+       if ((sw in g) && g[sw] != l[2]) bad = 1
+       if ((l[2] in s) && s[l[2]] != sw) bad = 1
+       g[sw] = l[2]; s[l[2]] = sw; t++ }
+     END { exit bad || t != 8 }' "$S/tasks.txt"
+ok $? "each task's TOPOSCOPE_GROUP_LEAF agrees with Slurm's SLURM_TOPOLOGY_ADDR (topology/tree): one group per leaf switch"
+[ $tap_last_failed = 0 ] || sed 's/^/  /' "$S/tasks.txt" | diag
 diff <(leaf_sets "$S/topology.conf" 2>/dev/null) <(leaf_sets "$FABRIC") > /dev/null
 ok $? "the inferred topology.conf has the fabric's leaf switches ($(leaf_sets "$S/topology.conf" 2>/dev/null | paste -sd'|'))"
 

@@ -14,6 +14,8 @@
 #     leaf every two ranks); mpirun --map-by rankfile:file= places every rank where the rankfile
 #     says, and so with its ranks reversed (no default placement does that), and so does a plain
 #     mpirun with LSB_AFFINITY_HOSTFILE the reversed placement in LSF's format;
+#   - srun -N8 --topo-aware=spread: each task's TOPOSCOPE_GROUP_LEAF agrees with Slurm 24.11's
+#     own SLURM_TOPOLOGY_ADDR (topology/tree on the fabric file);
 #   - down leaves no process running from the root.
 # Needs the root and the Debian 13 build (`make stack-debian13`, which make check runs first:
 # about a minute and 1 GB the first time, then cached); without them it bails out saying so.
@@ -32,7 +34,7 @@ if [ ! -f "$ROOT/.toposcope-stack" ] || [ ! -f "$B13/lib/spank_toposcope.so" ]; 
   echo "Bail out! no $STACK root or build-$STACK: run 'make stack-debian13' (make check does)"
   exit 1
 fi
-tb_tap_begin 13 "make testbed (this machine's build runs the emulator)" "$TB_FABEMU" \
+tb_tap_begin 14 "make testbed (this machine's build runs the emulator)" "$TB_FABEMU" \
   "$B13/bin/toposcope-prolog" "$B13/bin/twolevel_bcast"
 
 # Everything slurmd runs or reads lives in the state dir, which the root sees at the same path.
@@ -163,6 +165,24 @@ follows "$J/lsf-reversed.txt" "$J/reversed"
 ok $? "plain mpirun, LSB_AFFINITY_HOSTFILE the reversed placement as 'HOST CPU' lines: every rank there"
 [ $tap_last_failed = 0 ] || head -20 "$J/lsf-reversed.txt" 2>/dev/null | diag
 echo "# Open MPI 5's mpirun hung after every rank had ended in $hangs of 4 runs (openpmix/prrte#1839)"
+
+# ---- srun: the per-task environment beside Slurm 24.11's own topology ---------------------
+# The testbed runs topology/tree on the fabric file, so Slurm gives every task
+# SLURM_TOPOLOGY_ADDR "spine.LEAF.NODE": the tasks that share its LEAF share TOPOSCOPE_GROUP_LEAF.
+tb_slurm timeout 120 srun -N8 --topo-aware=spread sh -c \
+  'echo "task=$SLURM_PROCID leaf=$TOPOSCOPE_GROUP_LEAF status=$TOPOSCOPE_STATUS addr=$SLURM_TOPOLOGY_ADDR"' \
+  > "$work/srun-topo.out" 2>&1
+rc=$?
+grep '^task=' "$work/srun-topo.out" | sort > "$work/tasks.txt"
+awk '{ split($2, l, "="); split($4, a, "="); n = split(a[2], part, ".")
+       if (n < 2 || l[2] == "" || $3 != "status=measured") bad = 1
+       sw = part[n - 1]
+       if ((sw in g) && g[sw] != l[2]) bad = 1
+       if ((l[2] in s) && s[l[2]] != sw) bad = 1
+       g[sw] = l[2]; s[l[2]] = sw; t++ }
+     END { exit bad || t != 8 }' "$work/tasks.txt"
+ok $? "srun -N8 --topo-aware=spread: every task measured, its TOPOSCOPE_GROUP_LEAF agrees with Slurm's SLURM_TOPOLOGY_ADDR (exit $rc)"
+[ $tap_last_failed = 0 ] || head -20 "$work/srun-topo.out" | diag
 
 # ---- down ---------------------------------------------------------------------------------------
 timeout 120 "$TB_DIR/down" > "$work/down.out" 2>&1
