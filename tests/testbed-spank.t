@@ -197,7 +197,7 @@ ok $rc "every task's TOPOSCOPE_GROUP_LEAF is its leaf in the inferred tree (one 
 [ "$(grep -c 'status=measured ' "$S/tasks.txt")" = 8 ]; ok $? "srun: every task has TOPOSCOPE_STATUS=measured"
 # Slurm's own view (topology/tree on the fabric file): SLURM_TOPOLOGY_ADDR is "spine.LEAF.NODE";
 # the tasks that share its LEAF are the tasks that share TOPOSCOPE_GROUP_LEAF
-awk '{ split($5, l, "="); split($8, a, "="); n = split(a[2], part, ".")
+awk '{ split($4, l, "="); split($8, a, "="); n = split(a[2], part, ".")
        if (n < 2 || l[2] == "") bad = 1
        sw = part[n - 1]
        if ((sw in g) && g[sw] != l[2]) bad = 1
