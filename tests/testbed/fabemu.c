@@ -798,6 +798,7 @@ static void usage(FILE *out)
             "                     delay, stats, reset-stats, ports)\n"
             "  --spin-us US       poll instead of sleeping this long before a due time (default 50)\n"
             "  --rt PRIO          run with SCHED_FIFO priority PRIO (0 = normal scheduling)\n"
+            "  --cpu N            run on CPU N only (default: wherever the scheduler puts it)\n"
             "  --pm-qos           hold /dev/cpu_dma_latency at 0 while running (machine-wide)\n");
 }
 
@@ -823,13 +824,13 @@ int main(int argc, char **argv)
     static emu e;
     const char *fabric = NULL, *params = NULL, *profile = "ethernet", *ctl = NULL;
     const char *prefix = "tsb";
-    int list_nodes = 0, ctl_port = 1, rt = 0, pm_qos = 0;
+    int list_nodes = 0, ctl_port = 1, rt = 0, pm_qos = 0, cpu = -1;
     double spin_us = 50, queue_kb = 256;
     ts_error err;
     ts_error_clear(&err);
     e.seed = 0;
     enum { O_FABRIC = 256, O_PARAMS, O_PROFILE, O_SEED, O_INJECT, O_JITTER, O_PREFIX, O_NOCTL,
-           O_CTL, O_SPIN, O_RT, O_PMQOS, O_LIST, O_QUEUE, O_HELP };
+           O_CTL, O_SPIN, O_RT, O_CPU, O_PMQOS, O_LIST, O_QUEUE, O_HELP };
     static const struct option opts[] = {
         {"fabric", required_argument, 0, O_FABRIC},   {"params", required_argument, 0, O_PARAMS},
         {"profile", required_argument, 0, O_PROFILE}, {"fabric-seed", required_argument, 0, O_SEED},
@@ -838,8 +839,10 @@ int main(int argc, char **argv)
         {"ctl", required_argument, 0, O_CTL},         {"spin-us", required_argument, 0, O_SPIN},
         {"rt", required_argument, 0, O_RT},           {"queue-kb", required_argument, 0, O_QUEUE},
         {"pm-qos", no_argument, 0, O_PMQOS},          {"list-nodes", no_argument, 0, O_LIST},
-        {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
+        {"cpu", required_argument, 0, O_CPU},         {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0}};
     int c;
+    char *end;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_FABRIC: fabric = optarg; break;
@@ -861,6 +864,14 @@ int main(int argc, char **argv)
         case O_CTL: ctl = optarg; break;
         case O_SPIN: spin_us = strtod(optarg, NULL); break;
         case O_RT: rt = atoi(optarg); break;
+        case O_CPU:
+            cpu = (int)strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || cpu < 0 || cpu >= CPU_SETSIZE) {
+                fprintf(stderr, "toposcope-fabemu: --cpu %s: give a CPU number (0 to %d)\n", optarg,
+                        CPU_SETSIZE - 1);
+                return 2;
+            }
+            break;
         case O_QUEUE: queue_kb = strtod(optarg, NULL); break;
         case O_PMQOS: pm_qos = 1; break;
         case O_LIST: list_nodes = 1; break;
@@ -956,6 +967,16 @@ int main(int argc, char **argv)
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
         /* page faults only cost accuracy, not correctness */
+    }
+    /* A real switch does not share a CPU with the hosts: pinned, the emulator never takes the
+     * CPU from ranks bound to another one, which otherwise happens for whole jobs at a time
+     * (make bench-app's rings then run at two speeds, in both modes alike). */
+    if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof set, &set) < 0)
+            fprintf(stderr, "toposcope-fabemu: --cpu %d: %s (continuing)\n", cpu, strerror(errno));
     }
     if (rt > 0) {
         struct sched_param sp = {.sched_priority = rt};
