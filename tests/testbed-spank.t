@@ -197,13 +197,7 @@ ok $rc "every task's TOPOSCOPE_GROUP_LEAF is its leaf in the inferred tree (one 
 [ "$(grep -c 'status=measured ' "$S/tasks.txt")" = 8 ]; ok $? "srun: every task has TOPOSCOPE_STATUS=measured"
 # Slurm's own view (topology/tree on the fabric file): SLURM_TOPOLOGY_ADDR is "spine.LEAF.NODE";
 # the tasks that share its LEAF are the tasks that share TOPOSCOPE_GROUP_LEAF
-awk '{ split($4, l, "="); split($8, a, "="); n = split(a[2], part, ".")
-       if (n < 2 || l[2] == "") bad = 1
-       sw = part[n - 1]
-       if ((sw in g) && g[sw] != l[2]) bad = 1
-       if ((l[2] in s) && s[l[2]] != sw) bad = 1
-       g[sw] = l[2]; s[l[2]] = sw; t++ }
-     END { exit bad || t != 8 }' "$S/tasks.txt"
+sed -n 's/.* leaf=\([^ ]*\) .* addr=\([^ ]*\)$/\1 \2/p' "$S/tasks.txt" | tb_leaf_groups_match_slurm 8
 ok $? "each task's TOPOSCOPE_GROUP_LEAF agrees with Slurm's SLURM_TOPOLOGY_ADDR (topology/tree): one group per leaf switch"
 [ $tap_last_failed = 0 ] || sed 's/^/  /' "$S/tasks.txt" | diag
 diff <(leaf_sets "$S/topology.conf" 2>/dev/null) <(leaf_sets "$FABRIC") > /dev/null

@@ -174,13 +174,8 @@ tb_slurm timeout 120 srun -N8 --topo-aware=spread sh -c \
   > "$work/srun-topo.out" 2>&1
 rc=$?
 grep '^task=' "$work/srun-topo.out" | sort > "$work/tasks.txt"
-awk '{ split($2, l, "="); split($4, a, "="); n = split(a[2], part, ".")
-       if (n < 2 || l[2] == "" || $3 != "status=measured") bad = 1
-       sw = part[n - 1]
-       if ((sw in g) && g[sw] != l[2]) bad = 1
-       if ((l[2] in s) && s[l[2]] != sw) bad = 1
-       g[sw] = l[2]; s[l[2]] = sw; t++ }
-     END { exit bad || t != 8 }' "$work/tasks.txt"
+[ "$(grep -c ' status=measured ' "$work/tasks.txt")" = 8 ] &&
+  sed -n 's/.* leaf=\([^ ]*\) .* addr=\([^ ]*\)$/\1 \2/p' "$work/tasks.txt" | tb_leaf_groups_match_slurm 8
 ok $? "srun -N8 --topo-aware=spread: every task measured, its TOPOSCOPE_GROUP_LEAF agrees with Slurm's SLURM_TOPOLOGY_ADDR (exit $rc)"
 [ $tap_last_failed = 0 ] || head -20 "$work/srun-topo.out" | diag
 

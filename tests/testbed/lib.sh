@@ -122,6 +122,20 @@ tb_ranks_placed() {   # RANKFILE HINTS
     tb_cpus_one_by_one | sort -n
 }
 
+# Slurm's own topology (topology/tree on the fabric file) beside toposcope's groups: stdin has
+# "GROUP ADDR" per task, GROUP its TOPOSCOPE_GROUP_LEAF, ADDR its SLURM_TOPOLOGY_ADDR
+# ("spine.LEAF.NODE"). True when COUNT tasks came and the tasks that share a LEAF are exactly
+# those that share a GROUP.
+tb_leaf_groups_match_slurm() {   # COUNT
+  awk -v want="$1" '{ n = split($2, part, ".")
+       if (n < 2 || $1 == "") bad = 1
+       sw = part[n - 1]
+       if ((sw in g) && g[sw] != $1) bad = 1
+       if (($1 in s) && s[$1] != sw) bad = 1
+       g[sw] = $1; s[$1] = sw; t++ }
+     END { exit bad || t != want }'
+}
+
 # tb_sbatch_wait SECONDS SBATCH-ARGS...: what `timeout SECONDS sbatch --wait ARGS` does, without
 # sbatch's own polling, which sleeps 2 s, then up to 10 s, between looks at the job: submit,
 # then ask slurmctld every 0.2 s until the job has ended and its epilogs have run (not
