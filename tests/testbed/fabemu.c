@@ -9,8 +9,8 @@
  * control socket, so a test can degrade a link between two jobs.
  *
  * Rates: where the params give links a rate (bandwidth_mbps), each direction of such a link is a
- * FIFO that serialises frames at that rate, store-and-forward, with a tail-drop queue of
- * --queue-kb. A frame's whole journey is booked when it enters: at each link of its path it
+ * FIFO that serialises frames at that rate, store-and-forward, with a queue of --queue-kb that
+ * marks (ECN) or drops early at random over its upper two thirds and drops when full. A frame's whole journey is booked when it enters: at each link of its path it
  * starts when both it and the link are free, so flows that share an uplink share its rate, as
  * on an oversubscribed fat tree. (Booking on entry orders a link's queue by arrival at the
  * fabric, not at that link; for flows of one direction through the same uplink that is the
@@ -28,6 +28,7 @@
 #include <linux/if_tun.h>
 #include <math.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,7 +70,7 @@ typedef struct port {
     int fd;
     int vertex;                    /* the node's vertex, or the root for the ctl port */
     char ifname[IFNAMSIZ];
-    uint64_t rx, tx, drop_loss, drop_dead, drop_full, drop_queue;
+    uint64_t rx, tx, drop_loss, drop_dead, drop_full, drop_queue, drop_early, ecn_marked;
 } port;
 
 typedef struct frame {
@@ -328,19 +329,30 @@ static int mac_lookup(const emu *e, const unsigned char *mac)
 
 /* One link direction crossed at time *t by a frame of `bytes` on the wire: it waits behind the
  * frames booked before it, is serialised at the link's rate, then flies for the link's delay.
- * Returns 0, or -1 when the queue in front of it is full (the frame is dropped there). */
-static int cross_link(emu *e, int x, uint64_t *free_ns, int bytes, uint64_t *t)
+ * Returns 0, -1 when the queue in front of it is full (the frame is dropped there), -2 when it
+ * dropped the frame early. In the
+ * queue's upper two thirds a frame is dropped or, if it can carry congestion marks (ecn_capable),
+ * marked (*mark), with a probability rising with the fill: random early detection, as switches
+ * with WRED and ECN do. Plain tail drop locks out the flows whose windows are small (they lose
+ * the packets fast retransmit would need, wait for timeouts, and one flow keeps the link); early
+ * drops share the link but still cost TCP a retransmission timeout (200 ms at least) now and
+ * then, which decides alone how fast a 2 MB message crosses; a mark slows the sender the same
+ * way without losing anything. */
+static int cross_link(emu *e, int x, uint64_t *free_ns, int bytes, bool ecn_capable, bool *mark,
+                      uint64_t *t)
 {
     double mbps = e->m.link_mbps[x];
     if (mbps > 0) {
         uint64_t start = *t > *free_ns ? *t : *free_ns;
-        /* Random early drop (RED) over the upper two thirds of the queue, as switches with
-         * WRED do: plain tail drop locks out the flows whose windows are small (they lose the
-         * packets fast retransmit would need, wait for timeouts, and one flow keeps the link). */
         double queued = (double)(start - *t) * mbps / 8000.0 / (double)e->queue_bytes;
-        if (queued >= 1 || (queued > RED_FROM && ts_rng_uniform(&e->rng) <
-                                                 RED_MAX_P * (queued - RED_FROM) / (1 - RED_FROM)))
+        if (queued >= 1)
             return -1;
+        if (queued > RED_FROM &&
+            ts_rng_uniform(&e->rng) < RED_MAX_P * (queued - RED_FROM) / (1 - RED_FROM)) {
+            if (!ecn_capable)
+                return -2;
+            *mark = true;
+        }
         *free_ns = start + (uint64_t)llround((double)bytes * 8000.0 / mbps);
         *t = *free_ns;
     }
@@ -350,24 +362,69 @@ static int cross_link(emu *e, int x, uint64_t *free_ns, int bytes, uint64_t *t)
 }
 
 /* When a frame entering at t_in from vertex va reaches vb through the rate-limited links: up
- * from va to the common switch, then down to vb. Returns 0, or -1 when a queue dropped it. */
-static int shaped_arrival(emu *e, int va, int vb, int len, uint64_t t_in, uint64_t *due)
+ * from va to the common switch, then down to vb. Returns 0, or cross_link's code of the queue
+ * that dropped it;
+ * *mark tells whether a queue marked it congested instead. */
+static int shaped_arrival(emu *e, int va, int vb, int len, bool ecn_capable, uint64_t t_in,
+                          uint64_t *due, bool *mark)
 {
     int down[MAX_PATH_LINKS], ndown = 0, bytes = len + WIRE_OVERHEAD_BYTES;
     int top = ts_fabric_lca(&e->f, va, vb);
     uint64_t t = t_in;
+    int rc;
     for (int x = va; x != top; x = e->f.v[x].parent)
-        if (cross_link(e, x, &e->free_up_ns[x], bytes, &t) < 0)
-            return -1;
+        if ((rc = cross_link(e, x, &e->free_up_ns[x], bytes, ecn_capable, mark, &t)) < 0)
+            return rc;
     for (int x = vb; x != top && ndown < MAX_PATH_LINKS; x = e->f.v[x].parent)
         down[ndown++] = x;
     while (ndown > 0) {
         int x = down[--ndown];
-        if (cross_link(e, x, &e->free_down_ns[x], bytes, &t) < 0)
-            return -1;
+        if ((rc = cross_link(e, x, &e->free_down_ns[x], bytes, ecn_capable, mark, &t)) < 0)
+            return rc;
     }
     *due = t;
     return 0;
+}
+
+/* The ECN field of an IPv4 or IPv6 frame (RFC 3168): where it is, and whether the sender said
+ * it understands marks (ECT(0) or ECT(1)). Returns the offset of the byte holding it, or -1. */
+#define ECN_CE 3
+static int ecn_offset(const unsigned char *data, int len, bool *ect)
+{
+    *ect = false;
+    if (len < 14 + 20)
+        return -1;
+    unsigned type = (unsigned)data[12] << 8 | data[13];
+    if (type == 0x0800 && (data[14] >> 4) == 4) {
+        unsigned ecn = data[15] & 3;
+        *ect = ecn == 1 || ecn == 2;
+        return 15;
+    }
+    if (type == 0x86dd && len >= 14 + 40 && (data[14] >> 4) == 6) {
+        unsigned ecn = (data[15] >> 4) & 3;
+        *ect = ecn == 1 || ecn == 2;
+        return 15;
+    }
+    return -1;
+}
+
+/* Set Congestion Experienced; IPv4's header checksum follows by RFC 1624's update. */
+static void ecn_mark(unsigned char *data, int off)
+{
+    if ((data[14] >> 4) == 6) {
+        data[off] |= ECN_CE << 4;
+        return;
+    }
+    unsigned old_word = (unsigned)data[14] << 8 | data[15];
+    data[off] |= ECN_CE;
+    unsigned new_word = (unsigned)data[14] << 8 | data[15];
+    unsigned sum = (unsigned)(~((unsigned)data[24] << 8 | data[25]) & 0xffff) +
+                   (~old_word & 0xffff) + new_word;
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = ~sum & 0xffff;
+    data[24] = (unsigned char)(sum >> 8);
+    data[25] = (unsigned char)sum;
 }
 
 static void enqueue(emu *e, int in, int out, const unsigned char *data, int len, uint64_t t_in)
@@ -383,9 +440,14 @@ static void enqueue(emu *e, int in, int out, const unsigned char *data, int len,
         return;
     }
     uint64_t due = t_in + (uint64_t)llround(e->pair_us[k] * 1000.0);
-    if (e->shaped && shaped_arrival(e, node_port_vertex(e, in), node_port_vertex(e, out), len,
-                                    t_in, &due) < 0) {
+    bool ect = false, mark = false;
+    int ecn_at = ecn_offset(data, len, &ect);
+    int rc = e->shaped ? shaped_arrival(e, node_port_vertex(e, in), node_port_vertex(e, out),
+                                        len, ect, t_in, &due, &mark)
+                       : 0;
+    if (rc < 0) {
         po->drop_queue++;
+        po->drop_early += rc == -2;
         return;
     }
     if (e->jitter_us > 0)
@@ -404,6 +466,10 @@ static void enqueue(emu *e, int in, int out, const unsigned char *data, int len,
     fr->out = out;
     fr->len = len;
     memcpy(fr->data, data, (size_t)len);
+    if (mark) {
+        ecn_mark(fr->data, ecn_at);
+        po->ecn_marked++;
+    }
     if (heap_push(e, fr) < 0) {
         free(fr);
         po->drop_full++;
@@ -472,7 +538,8 @@ static void reset_stats(emu *e)
     e->sent = e->late_sum_ns = e->late_max_ns = e->late_over_10us = e->late_over_50us = 0;
     for (int p = 0; p < e->nports; p++) {
         port *po = &e->ports[p];
-        po->rx = po->tx = po->drop_loss = po->drop_dead = po->drop_full = po->drop_queue = 0;
+        po->rx = po->tx = po->drop_loss = po->drop_dead = po->drop_full = po->drop_queue =
+            po->drop_early = po->ecn_marked = 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &e->stats_since);
     getrusage(RUSAGE_SELF, &e->ru_since);
@@ -582,9 +649,10 @@ static void ctl_execute(emu *e, char *line, FILE *out)
         for (int p = 0; p < e->nports; p++) {
             const port *po = &e->ports[p];
             fprintf(out, "port %s %s rx %" PRIu64 " tx %" PRIu64 " drop_loss %" PRIu64
-                         " drop_dead %" PRIu64 " drop_full %" PRIu64 " drop_queue %" PRIu64 "\n",
+                         " drop_dead %" PRIu64 " drop_full %" PRIu64 " drop_queue %" PRIu64
+                         " drop_early %" PRIu64 " ecn_marked %" PRIu64 "\n",
                     port_name(e, p), po->ifname, po->rx, po->tx, po->drop_loss, po->drop_dead,
-                    po->drop_full, po->drop_queue);
+                    po->drop_full, po->drop_queue, po->drop_early, po->ecn_marked);
         }
     } else if (strcmp(cmd, "reset-stats") == 0) {
         reset_stats(e);
@@ -790,8 +858,8 @@ static void usage(FILE *out)
             "  --inject SPEC      fault at start-up (degrade:LINK:+30%%, degrade:LINK:+5us,\n"
             "                     loss:LINK:20%%, dead:NODE); repeatable\n"
             "  --jitter-us US     mean of an exponential extra delay per frame (default 0)\n"
-            "  --queue-kb KB      tail-drop queue of each direction of a rate-limited link\n"
-            "                     (default 256)\n"
+            "  --queue-kb KB      queue of each direction of a rate-limited link: ECN marks or early\n"
+            "                     drops from a third full, drops when full (default 1024)\n"
             "  --tap-prefix P     TAP names: P0..P(n-1) for the nodes in order, P-ctl (default tsb)\n"
             "  --no-ctl-port      no zero-delay port at the root switch for the root namespace\n"
             "  --ctl SOCKET       control socket (commands: inject, clear, faults, jitter, links,\n"
@@ -825,7 +893,11 @@ int main(int argc, char **argv)
     const char *fabric = NULL, *params = NULL, *profile = "ethernet", *ctl = NULL;
     const char *prefix = "tsb";
     int list_nodes = 0, ctl_port = 1, rt = 0, pm_qos = 0, cpu = -1;
-    double spin_us = 50, queue_kb = 256;
+    /* 1 MiB: 16 round trips' worth of a 500 Mbit/s link at the testbed's ~1 ms, as a data-centre
+     * switch's few MB per 100 Gbit/s port are to its 10 us round trips. 256 KiB (29 jumbo
+     * frames) overflowed whenever two 2 MB messages met: 8 % of hpcc's frames were dropped
+     * and every node waited out ~60 retransmission timeouts per run. */
+    double spin_us = 50, queue_kb = 1024;
     ts_error err;
     ts_error_clear(&err);
     e.seed = 0;
