@@ -94,16 +94,19 @@ static int cmp_depth_desc(const void *a, const void *b, void *ctx)
 /* A node's share of every round trip it takes part in, folded into its access link because no
  * measurement can tell them apart: a quarter of its host overhead (two hosts, two directions)
  * as the application sees it on average, that is with the model's run noise included: the
- * lognormal factor's mean exp(sigma^2 / 2) and the mean of the additive jitter (exponential and
- * skewed), which every round trip pays just as it pays the overhead. Without the model, the
- * hardware's overhead alone. */
+ * lognormal factor's mean exp(sigma^2 / 2), the mean of the additive jitter (exponential and
+ * skewed) and the mean cost of the rare spikes (outliers, power-state wake-ups), which round
+ * trips pay on average just as they pay the overhead. Without the model, the hardware's
+ * overhead alone. */
 static double pendant_us(const ts_model *model, const ts_fabric *truth, int v)
 {
     if (!model)
         return truth->v[v].host_us / 4;
     const ts_model_params *p = &model->p;
+    double spikes = p->outlier_prob * (p->outlier_min_us + p->outlier_max_us) / 2 +
+                    p->power_prob * (p->power_min_us + p->power_max_us) / 2;
     return (model->host_us[v] * exp(0.5 * p->jitter_sigma * p->jitter_sigma) +
-            ts_model_mean_jitter_us(p)) / 4;
+            ts_model_mean_jitter_us(p) + spikes) / 4;
 }
 
 int ts_link_truth_map(const ts_fabric *tree, const ts_link_result *res, const ts_fabric *truth,
