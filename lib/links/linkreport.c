@@ -216,6 +216,33 @@ double ts_link_rel_err_median(const ts_link_result *res, const ts_link_truth *t)
     return m;
 }
 
+ts_link_interval_score ts_link_interval_score_of(const ts_link_result *res, const ts_link_truth *t,
+                                                 int kind)
+{
+    ts_link_interval_score sc = { 0, NAN, NAN };
+    if (!t || t->nlinks != res->nlinks || res->nlinks == 0)
+        return sc;
+    double *w = malloc(sizeof(double) * (size_t)res->nlinks);
+    if (!w)
+        return sc;
+    int cover = 0;
+    for (int k = 0; k < res->nlinks; k++) {
+        const ts_link_estimate *L = &res->link[k];
+        double tru = t->truth_us[k];
+        if ((kind >= 0 && L->access != kind) || !isfinite(L->lo_us) || !isfinite(L->hi_us) ||
+            !isfinite(tru) || !(tru > 0))
+            continue;
+        cover += L->lo_us <= tru && tru <= L->hi_us;
+        w[sc.n++] = (L->hi_us - L->lo_us) / 2 / tru;
+    }
+    if (sc.n) {
+        sc.cover = (double)cover / sc.n;
+        sc.rel_halfwidth = ts_median(w, sc.n);
+    }
+    free(w);
+    return sc;
+}
+
 /* ---- links.yaml ---- */
 
 static void yaml_num(FILE *out, const char *key, double v, const char *fmt)

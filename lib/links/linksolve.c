@@ -18,7 +18,16 @@
  * shift to every link on its path. So the solve is iteratively reweighted (Huber): a
  * measurement whose residual is more than HUBER_C robust standard deviations off keeps only
  * the share of its weight that puts it at HUBER_C. Where pairs are few per link the residuals
- * are small and nothing changes. */
+ * are small and nothing changes.
+ *
+ * The intervals must hold the links' true values, and an access link's value includes what its
+ * node adds to a mean round trip, spikes included. A pair's inlier mean misses the spikes'
+ * share, which one-sided noise never makes zero; each pair's full mean would carry its spikes'
+ * noise. So the share is pooled over all pairs (pooled_tail) and added to every pair, its error
+ * to every link through the links' response to that one shift (tail_response). Weights come from
+ * each node's spread over all its pairs, not from the pair's own: on one-sided noise a pair's
+ * low mean and low spread go together, and own-spread weights bias every link low
+ * (initial_weights). doc/design.md, "Link intervals", has the numbers. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
