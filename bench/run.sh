@@ -8,7 +8,9 @@
 #   BENCH_IRREGULAR=N irregular trees for fast (default 20; allpairs takes the first 10)
 #   BENCH_PMM_SEEDS=N (default 3)
 #   BENCH_PLACE_RUNS=N runs of each placement policy (default 7)
-#   BENCH_ANOMALY_RUNS=N seeds of each anomaly case (default 100)
+#   BENCH_ANOMALY_RUNS=N seeds of each anomaly case (default 100); ANOMALY_REAL_RUNS=N healthy
+#                      runs per realistic profile, ANOMALY_LADDER_SEEDS=N seeds per step of the
+#                      smallest-excess search (defaults 100 and 20; bench/anomaly.sh)
 #   BENCH_PLAN_SEEDS=N fast runs with the planner's choices varied too (default 30 at 1024
 #                      nodes, a third of that at 8192)
 # allpairs and shirai are left out at 8192 nodes (33.5M and ~150k sequential probes: hours of
@@ -161,7 +163,8 @@ done
 place_table=$(bench/place.sh "${BENCH_PLACE_RUNS:-7}") || echo "bench: a placement median is over its limit" >&2
 echo "$place_table"
 
-# link anomalies against a baseline (issue 8): 1024 nodes, ethernet, +30% on one link
+# link anomalies against a baseline (issue 8): 1024 nodes, ethernet, +30% on one link; then the
+# realistic profiles with the default thresholds (issue 20)
 anomaly_table=$(bench/anomaly.sh "${BENCH_ANOMALY_RUNS:-100}") || echo "bench: an anomaly target was missed" >&2
 echo "$anomaly_table"
 
