@@ -7,7 +7,19 @@
 # The detector never sees the truth; the bench compares its anomalies.yaml with the injection.
 # Prints a markdown table; exits 1 when a target is missed (degraded link flagged and ranked
 # first in >= 95% of runs; healthy runs clean in >= 99%).
+#
+# Then the realistic profiles (ethernet-udp, ipoib-udp, rdma; doc/params.md) with the shipped
+# DEFAULT thresholds (no --policy): per profile a baseline of 5 healthy runs on the same
+# fabric, REAL_RUNS healthy runs (their count of runs flagging anything must be 0), and the
+# smallest detectable excess of an access link and of an uplink: the smallest of a ladder of
+# +X us degradations (0.01 .. 20 us) flagged and ranked first in >= 95% of LADDER_SEEDS seeds
+# (a size stops at its second miss of 20). Its size in % of the link's own latency (truth
+# link_us) and of what the detector compares (the baseline estimate; an access link's holds a
+# quarter of its host's overhead, doc/params.md).
 #   bench/anomaly.sh [RUNS]
+#   ANOMALY_REAL_RUNS=N   healthy runs per realistic profile (default 100)
+#   ANOMALY_LADDER_SEEDS=N seeds per ladder step (default 20)
+#   ANOMALY_PROFILES="ethernet-udp ipoib-udp rdma"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${TOPOSCOPE_BUILD:-build}/bin/toposcope
@@ -88,4 +100,73 @@ while read -r c; do
         [ $(( first * 100 )) -ge $(( 95 * n )) ] || fail=1
     fi
 done <<< $'healthy\naccess\nuplink'
+
+# ---- the realistic profiles with the default thresholds ----
+real_runs=${ANOMALY_REAL_RUNS:-100}
+ladder_seeds=${ANOMALY_LADDER_SEEDS:-20}
+ladder="0.01 0.02 0.05 0.1 0.2 0.5 1 2 5 10 20"
+need=$(( (95 * ladder_seeds + 99) / 100 ))      # hits wanted per step
+real_one() {   # profile seed out [inject]
+    "$bin" sim --fabric "$work/fabric.conf" --profile "$1" --fabric-seed 1 --seed "$2" --queries 1000 \
+        --baseline "$work/$1/base" ${4:+--inject "$4"} --out "$3" > "$3.log" 2>&1 ||
+        { echo "anomaly.sh: $1 seed $2 ${4:-} failed" >&2; cat "$3.log" >&2; return 1; }
+}
+export -f real_one
+# a link's true one-way latency (truth.yaml), and the baseline's estimate of it (anomalies.yaml)
+link_us() { awk -F'"' -v t="$2" '$2==t' "$1" | grep -o 'link_us: [-0-9.]*' | awk '{print $2}'; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f", 100 * a / b; else print "-"}'; }
+rrows=()
+for prof in ${ANOMALY_PROFILES:-ethernet-udp ipoib-udp rdma}; do
+    mkdir -p "$work/$prof/base"
+    for s in 1001 1002 1003 1004 1005; do
+        "$bin" sim --fabric "$work/fabric.conf" --profile "$prof" --fabric-seed 1 --seed $s --queries 1000 \
+            --out "$work/$prof/base/run$s" > /dev/null
+    done
+    for s in $(seq 1 "$real_runs"); do echo "$prof $s $work/$prof/healthy-$s"; done |
+        xargs -P "$jobs" -L 1 bash -c 'real_one "$@"' _
+    flagged=0
+    for s in $(seq 1 "$real_runs"); do
+        [ "$(nflags "$work/$prof/healthy-$s/anomalies.yaml")" -gt 0 ] && flagged=$((flagged + 1))
+    done
+    [ "$flagged" -eq 0 ] || fail=1
+    cells=()
+    for kind in access uplink; do
+        found=-; hits_at=-; lk=(); est=()
+        for x in $ladder; do
+            hits=0; miss=0; lk=(); est=()
+            for s in $(seq 1 "$ladder_seeds"); do
+                t=$(target "$kind" "$s")
+                o="$work/$prof/$kind-$x-$s"
+                real_one "$prof" "$s" "$o" "degrade:$t:+${x}us"
+                if [ "$(first_link "$o/anomalies.yaml")" = "$t" ]; then
+                    hits=$((hits + 1))
+                    est+=("$(target_field "$o/anomalies.yaml" "$t" expected_us)")
+                else
+                    miss=$((miss + 1))
+                fi
+                lk+=("$(link_us "$work/$prof/base/run1001/truth.yaml" "$t")")
+                [ "$miss" -gt $((ladder_seeds - need)) ] && break
+            done
+            if [ "$hits" -ge "$need" ]; then found=$x; hits_at="$hits/$ladder_seeds"; break; fi
+        done
+        if [ "$found" = - ]; then
+            cells+=("> 20" "-" "-" "-")
+            fail=1
+        else
+            cells+=("$found" "$(pct "$found" "$(printf '%s\n' "${lk[@]}" | median)")" \
+                    "$(pct "$found" "$(printf '%s\n' "${est[@]}" | median)")" "$hits_at")
+        fi
+    done
+    rrows+=("$(printf '| %s | %d/%d | %s | %s%% | %s%% | %s | %s | %s%% | %s%% | %s |' "$prof" "$flagged" "$real_runs" "${cells[@]}")")
+done
+echo
+echo "Realistic profiles with the shipped default thresholds (0%, 0 us: 5 standard deviations of the"
+echo "baseline's own spread decide), same fabric, a baseline of 5 healthy runs each. Smallest excess: the"
+echo "smallest +X us of the ladder $(echo $ladder | tr ' ' ',') flagged and ranked first in >= 95% of"
+echo "$ladder_seeds seeds (hits at that size), as % of the link's own one-way latency and of the baseline"
+echo "estimate the detector compares (an access link's holds a quarter of its host's overhead)."
+echo
+echo "| profile | healthy runs flagged | access: smallest excess (us) | % of link | % of estimate | hits | uplink: smallest excess (us) | % of link | % of estimate | hits |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+for r in "${rrows[@]}"; do echo "$r"; done
 exit $fail

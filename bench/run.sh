@@ -8,7 +8,9 @@
 #   BENCH_IRREGULAR=N irregular trees for fast (default 20; allpairs takes the first 10)
 #   BENCH_PMM_SEEDS=N (default 3)
 #   BENCH_PLACE_RUNS=N runs of each placement policy (default 7)
-#   BENCH_ANOMALY_RUNS=N seeds of each anomaly case (default 100)
+#   BENCH_ANOMALY_RUNS=N seeds of each anomaly case (default 100); ANOMALY_REAL_RUNS=N healthy
+#                      runs per realistic profile, ANOMALY_LADDER_SEEDS=N seeds per step of the
+#                      smallest-excess search (defaults 100 and 20; bench/anomaly.sh)
 #   BENCH_PLAN_SEEDS=N fast runs with the planner's choices varied too (default 30 at 1024
 #                      nodes, a third of that at 8192)
 # allpairs and shirai are left out at 8192 nodes (33.5M and ~150k sequential probes: hours of
@@ -47,6 +49,9 @@ fabric_for() {   # 3-level trees: pods x leaves x nodes
 # median of the numbers on stdin
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "-"; exit} if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 field() { awk -v k="$1:" '$1==k {print $2}' "$2"; }
+# the share of all the runs' link intervals that hold the truth (pooled over the runs of a cell,
+# weighted by their links: a run's own share of ~100 links scatters by +-0.03)
+pooled_cover() { awk '/^link_cover_links:/ {n=$2} /^link_cover:/ && $2 != "null" {c+=n*$2; t+=n} END {if (t) printf "%.3f", c/t; else print "-"}' "$@"; }
 
 rows=()
 for size in $sizes; do
@@ -67,16 +72,18 @@ for size in $sizes; do
                     cat "$out.log" >&2; exit 1; }
             done
             m() { for s in $(seq 1 "$n_seeds"); do field "$1" "$work/$size-$profile-$method-$s/metrics.yaml"; done | median; }
+            cover() { pooled_cover $(for s in $(seq 1 "$n_seeds"); do echo "$work/$size-$profile-$method-$s/metrics.yaml"; done); }
             exact=$(for s in $(seq 1 "$n_seeds"); do field tree_exact "$work/$size-$profile-$method-$s/metrics.yaml"; done | grep -c true || true)
             measured=$(for s in $(seq 1 "$n_seeds"); do field status "$work/$size-$profile-$method-$s/metrics.yaml"; done | grep -c '^measured$' || true)
             # wrong but "measured": inexact runs whose verdict claims the tree
             wrong=$(for s in $(seq 1 "$n_seeds"); do f="$work/$size-$profile-$method-$s/metrics.yaml"
                     [ "$(field tree_exact "$f")" = false ] && [ "$(field status "$f")" = measured ] && echo x; done | grep -c x || true)
             [ "$method" = fast ] && wrong_total=$((wrong_total + wrong))
-            row=$(printf '| %5s | %-12s | %-8s | %9s | %6s | %10s | %9s | %8s | %5s/%-3s | %5s | %5s | %7s | %8s | %8s | %5s | %8s | %8s |' \
+            row=$(printf '| %5s | %-12s | %-8s | %9s | %6s | %10s | %9s | %8s | %5s/%-3s | %5s | %5s | %7s | %8s | %8s | %5s | %8s | %8s | %6s | %7s |' \
                 "$size" "$profile" "$method" "$(m probes)" "$(m rounds)" "$(m sim_time_s)" "$(m cpu_time_s)" \
                 "$(m peak_rss_mb)" "$exact" "$n_seeds" "$measured" "$wrong" "$(m leaf_ari)" "$(m shared_link_fp)" "$(m shared_link_fn)" \
-                "$(m link_rounds)" "$(m link_plan_cpu_s)" "$(m link_rel_err_median)")
+                "$(m link_rounds)" "$(m link_plan_cpu_s)" "$(m link_rel_err_median)" "$(cover)" \
+                "$(m link_ci_rel_halfwidth)")
             rows+=("$row")
             echo "$row"
         done
@@ -117,9 +124,11 @@ for profile in $profiles; do
             --fabric-seed "$seed" --out "$out" > "$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
     done
     m() { for s in $(seq 1 "$pmm_seeds"); do field "$1" "$work/1024-$profile-pmm-$s/metrics.yaml"; done | median; }
-    row=$(printf '| %5s | %-12s | %-8s | %9s | %6s | %10s | %9s | %8s | %5s/%-3s | %5s | %5s | %7s | %8s | %8s | %5s | %8s | %8s |' \
+    cover() { pooled_cover $(for s in $(seq 1 "$pmm_seeds"); do echo "$work/1024-$profile-pmm-$s/metrics.yaml"; done); }
+    row=$(printf '| %5s | %-12s | %-8s | %9s | %6s | %10s | %9s | %8s | %5s/%-3s | %5s | %5s | %7s | %8s | %8s | %5s | %8s | %8s | %6s | %7s |' \
         1024 "$profile" pmm - - - - "$(m peak_rss_mb)" "(known)" "$pmm_seeds" - - - - - \
-        "$(m link_rounds)" "$(m link_plan_cpu_s)" "$(m link_rel_err_median)")
+        "$(m link_rounds)" "$(m link_plan_cpu_s)" "$(m link_rel_err_median)" "$(cover)" \
+        "$(m link_ci_rel_halfwidth)")
     rows+=("$row")
     echo "$row"
 done
@@ -154,7 +163,8 @@ done
 place_table=$(bench/place.sh "${BENCH_PLACE_RUNS:-7}") || echo "bench: a placement median is over its limit" >&2
 echo "$place_table"
 
-# link anomalies against a baseline (issue 8): 1024 nodes, ethernet, +30% on one link
+# link anomalies against a baseline (issue 8): 1024 nodes, ethernet, +30% on one link; then the
+# realistic profiles with the default thresholds (issue 20)
 anomaly_table=$(bench/anomaly.sh "${BENCH_ANOMALY_RUNS:-100}") || echo "bench: an anomaly target was missed" >&2
 echo "$anomaly_table"
 
@@ -178,15 +188,18 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
     echo "Fabrics: the tree abstraction of p-port 3-tree fat trees (p=8: 128 nodes, 16: 1024, 32: 8192),"
     echo "node names shuffled. link_* columns: the link stage on the tree each method found (pmm: PMM's"
     echo "plan selection on the known tree, as the seed assumes); link_cpu_s is plan + solve CPU;"
-    echo "link_err is the median relative error of per-link one-way latencies against the truth."
+    echo "link_err is the median relative error of per-link one-way latencies against the truth;"
+    echo "link_cover the share of all the cell's links whose 90% interval (links.yaml lo_us..hi_us) holds"
+    echo "the truth (pooled over its runs; the target is >= 0.90), link_ci_hw the median half-width of"
+    echo "those intervals relative to the truth."
     echo
     echo "\`measured\` counts the runs whose verdict (status.yaml's, metrics.yaml's \`status\`) is \`measured\`;"
     echo "the others are \`partial\` with a reason (a switch left unresolved, the budget). \`wrong\` counts"
     echo "the runs whose tree is inexact and yet \`measured\`: **$wrong_total over every fast row**. The"
     echo "baselines have no confidence of their own: their verdict is the link solve's check alone."
     echo
-    echo "| nodes | profile      | method   |    probes | rounds | sim_time_s | cpu_time_s | rss_mb | exact | measured | wrong | leaf_ari | link_fp  | link_fn  | link_rounds | link_cpu_s | link_err |"
-    echo "|------:|--------------|----------|----------:|-------:|-----------:|-----------:|-------:|------:|------:|------:|--------:|---------:|---------:|------:|---------:|---------:|"
+    echo "| nodes | profile      | method   |    probes | rounds | sim_time_s | cpu_time_s | rss_mb | exact | measured | wrong | leaf_ari | link_fp  | link_fn  | link_rounds | link_cpu_s | link_err | link_cover | link_ci_hw |"
+    echo "|------:|--------------|----------|----------:|-------:|-----------:|-----------:|-------:|------:|------:|------:|--------:|---------:|---------:|------:|---------:|---------:|------:|------:|"
     for r in "${rows[@]}"; do echo "$r"; done
     if [ ${#prows[@]} -gt 0 ]; then
         echo

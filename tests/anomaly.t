@@ -47,9 +47,12 @@ done
 [ $clean -eq 8 ]; ok $? "healthy runs flag nothing ($clean of 8 clean)"
 grep -q "^anomaly_links_checked: [1-9]" "$tmp/h-1/metrics.yaml"; ok $? "metrics.yaml counts the links compared"
 
-# the default policy (25%, 5 us) is far above a +30% access-link change on ethernet (~0.75 us)
+# the default policy has no floor (0%, 0 us): significance against the baseline's own spread
+# alone flags a +30% access-link change on ethernet (~0.75 us), and nothing in a healthy run
 sim --seed 1 --baseline "$tmp/base" --inject "degrade:$node:+30%" --out "$tmp/default"
-[ "$(nflags "$tmp/default/anomalies.yaml")" -eq 0 ]; ok $? "the default thresholds (25%, 5 us) do not flag +0.75 us"
+[ "$(first_link "$tmp/default/anomalies.yaml")" = "$node" ]; ok $? "the default thresholds (0%, 0 us) flag +0.75 us, first"
+sim --seed 2 --baseline "$tmp/base" --out "$tmp/default-healthy"
+[ "$(nflags "$tmp/default-healthy/anomalies.yaml")" -eq 0 ]; ok $? "and flag nothing in a healthy run"
 
 # a dead node is an anomaly of its access link, above any slow link
 sim --seed 1 --baseline "$tmp/base" --policy $policy --inject "dead:$node" --out "$tmp/dead"

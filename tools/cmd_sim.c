@@ -71,7 +71,8 @@ static void sim_usage(FILE *out)
             "                       a baseline file (toposcope report --update-baseline) or a directory\n"
             "                       of earlier runs on the same fabric (its own and its subdirectories'\n"
             "                       tree.yaml + links.yaml, pooled per link)\n"
-            "  --policy NAME|FILE   anomaly thresholds (threshold_pct, threshold_us; default 25%%, 5 us)\n"
+            "  --policy NAME|FILE   anomaly thresholds (threshold_pct, threshold_us; default 0%%, 0 us:\n"
+            "                       significance against the baseline's spread alone)\n"
             "  --anomaly-z X        significance of an excess in standard deviations (default 5)\n"
             "  --eps X --confidence X --min-samples N --max-samples N\n"
             "                       the stopping rule (defaults 0.03, 0.90, 3, 32)\n"
@@ -296,6 +297,7 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
 typedef struct link_score {
     ts_link_truth truth;
     double rel_err_median, rel_err_access, rel_err_uplink;
+    ts_link_interval_score ci, ci_access, ci_uplink;
 } link_score;
 
 /* Median relative error over the access links (want_access 1) or the others (0). */
@@ -328,6 +330,9 @@ static int link_score_run(const ts_measure *M, const ts_fabric *truth, const ts_
     L->rel_err_median = ts_link_rel_err_median(&M->links, &L->truth);
     L->rel_err_access = link_rel_err_kind(&M->links, &L->truth, 1);
     L->rel_err_uplink = link_rel_err_kind(&M->links, &L->truth, 0);
+    L->ci = ts_link_interval_score_of(&M->links, &L->truth, -1);
+    L->ci_access = ts_link_interval_score_of(&M->links, &L->truth, 1);
+    L->ci_uplink = ts_link_interval_score_of(&M->links, &L->truth, 0);
     return CLI_OK;
 }
 
@@ -353,6 +358,15 @@ static void link_stage_metrics(FILE *m, const ts_measure *M, const link_score *L
     metric_num(m, "link_rel_err_median", L->rel_err_median);
     metric_num(m, "link_rel_err_median_access", L->rel_err_access);
     metric_num(m, "link_rel_err_median_uplink", L->rel_err_uplink);
+    /* the intervals against the truth: the share holding it (want the confidence, 0.90) and
+     * how wide they are, over the links with an interval (link_cover_links of them) */
+    fprintf(m, "link_cover_links: %d\n", L->ci.n);
+    metric_num(m, "link_cover", L->ci.cover);
+    metric_num(m, "link_cover_access", L->ci_access.cover);
+    metric_num(m, "link_cover_uplink", L->ci_uplink.cover);
+    metric_num(m, "link_ci_rel_halfwidth", L->ci.rel_halfwidth);
+    metric_num(m, "link_ci_rel_halfwidth_access", L->ci_access.rel_halfwidth);
+    metric_num(m, "link_ci_rel_halfwidth_uplink", L->ci_uplink.rel_halfwidth);
     fprintf(m, "link_rounds: %d\nlink_rounds_run: %d\nlink_pairs: %d\nlink_rank: %d\n", M->plan.nrounds,
             M->links.rounds_run, M->plan.npairs, M->plan.rank);
     fprintf(m, "link_links: %d\nlink_aggregated: %d\nlink_undetermined: %d\n", M->links.nlinks, aggregated,

@@ -94,16 +94,19 @@ static int cmp_depth_desc(const void *a, const void *b, void *ctx)
 /* A node's share of every round trip it takes part in, folded into its access link because no
  * measurement can tell them apart: a quarter of its host overhead (two hosts, two directions)
  * as the application sees it on average, that is with the model's run noise included: the
- * lognormal factor's mean exp(sigma^2 / 2) and the mean of the additive jitter (exponential and
- * skewed), which every round trip pays just as it pays the overhead. Without the model, the
- * hardware's overhead alone. */
+ * lognormal factor's mean exp(sigma^2 / 2), the mean of the additive jitter (exponential and
+ * skewed) and the mean cost of the rare spikes (outliers, power-state wake-ups), which round
+ * trips pay on average just as they pay the overhead. Without the model, the hardware's
+ * overhead alone. */
 static double pendant_us(const ts_model *model, const ts_fabric *truth, int v)
 {
     if (!model)
         return truth->v[v].host_us / 4;
     const ts_model_params *p = &model->p;
+    double spikes = p->outlier_prob * (p->outlier_min_us + p->outlier_max_us) / 2 +
+                    p->power_prob * (p->power_min_us + p->power_max_us) / 2;
     return (model->host_us[v] * exp(0.5 * p->jitter_sigma * p->jitter_sigma) +
-            ts_model_mean_jitter_us(p)) / 4;
+            ts_model_mean_jitter_us(p) + spikes) / 4;
 }
 
 int ts_link_truth_map(const ts_fabric *tree, const ts_link_result *res, const ts_fabric *truth,
@@ -211,6 +214,33 @@ double ts_link_rel_err_median(const ts_link_result *res, const ts_link_truth *t)
     double m = n ? ts_median(e, n) : NAN;
     free(e);
     return m;
+}
+
+ts_link_interval_score ts_link_interval_score_of(const ts_link_result *res, const ts_link_truth *t,
+                                                 int kind)
+{
+    ts_link_interval_score sc = { 0, NAN, NAN };
+    if (!t || t->nlinks != res->nlinks || res->nlinks == 0)
+        return sc;
+    double *w = malloc(sizeof(double) * (size_t)res->nlinks);
+    if (!w)
+        return sc;
+    int cover = 0;
+    for (int k = 0; k < res->nlinks; k++) {
+        const ts_link_estimate *L = &res->link[k];
+        double tru = t->truth_us[k];
+        if ((kind >= 0 && L->access != kind) || !isfinite(L->lo_us) || !isfinite(L->hi_us) ||
+            !isfinite(tru) || !(tru > 0))
+            continue;
+        cover += L->lo_us <= tru && tru <= L->hi_us;
+        w[sc.n++] = (L->hi_us - L->lo_us) / 2 / tru;
+    }
+    if (sc.n) {
+        sc.cover = (double)cover / sc.n;
+        sc.rel_halfwidth = ts_median(w, sc.n);
+    }
+    free(w);
+    return sc;
 }
 
 /* ---- links.yaml ---- */

@@ -18,7 +18,16 @@
  * shift to every link on its path. So the solve is iteratively reweighted (Huber): a
  * measurement whose residual is more than HUBER_C robust standard deviations off keeps only
  * the share of its weight that puts it at HUBER_C. Where pairs are few per link the residuals
- * are small and nothing changes. */
+ * are small and nothing changes.
+ *
+ * The intervals must hold the links' true values, and an access link's value includes what its
+ * node adds to a mean round trip, spikes included. A pair's inlier mean misses the spikes'
+ * share, which one-sided noise never makes zero; each pair's full mean would carry its spikes'
+ * noise. So the share is pooled over all pairs (pooled_tail) and added to every pair, its error
+ * to every link through the links' response to that one shift (tail_response). Weights come from
+ * each node's spread over all its pairs, not from the pair's own: on one-sided noise a pair's
+ * low mean and low spread go together, and own-spread weights bias every link low
+ * (initial_weights). doc/design.md, "Link intervals", has the numbers. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -449,6 +458,37 @@ static void describe_links(const ts_fabric *tree, const ts_link_set *ls, ts_link
     }
 }
 
+/* The spikes' share of a mean round trip, pooled over the pairs (see the header): each pair's
+ * mean of every sample minus its inlier mean, weighted by its samples, and the standard error
+ * of that weighted mean from the pairs' scatter. Pairs that do not say (mean_us unset, as from
+ * a caller that fills est_us only) are left out; none left: no share. */
+static void pooled_tail(const ts_pair_stats *pairs, int npairs, ts_link_result *res)
+{
+    double sw = 0, swx = 0;
+    int m = 0;
+    for (int i = 0; i < npairs; i++) {
+        const ts_pair_stats *p = &pairs[i];
+        if (pair_usable(p) && isfinite(p->mean_us) && p->mean_us >= p->est_us) {
+            sw += p->samples;
+            swx += p->samples * (p->mean_us - p->est_us);
+            m++;
+        }
+    }
+    res->tail_us = res->tail_se_us = 0;
+    if (m == 0)
+        return;
+    double t = swx / sw, ss = 0;
+    for (int i = 0; i < npairs; i++) {
+        const ts_pair_stats *p = &pairs[i];
+        if (pair_usable(p) && isfinite(p->mean_us) && p->mean_us >= p->est_us) {
+            double d = p->samples * (p->mean_us - p->est_us - t);
+            ss += d * d;
+        }
+    }
+    res->tail_us = t;
+    res->tail_se_us = m > 1 ? sqrt(ss * m / (m - 1)) / sw : 0;
+}
+
 /* One equation per usable pair, and the standard error of each pair's mean; *ngood counts
  * the pairs whose interval gives one. */
 static int build_equations(const ts_fabric *tree, const ts_link_set *ls, const ts_pair_stats *pairs,
@@ -481,32 +521,69 @@ static int build_equations(const ts_fabric *tree, const ts_link_set *ls, const t
         M->ci_us = p->ci_us;
     }
     res->nmeas = E->n;
+    pooled_tail(pairs, npairs, res);
+    for (int e = 0; e < E->n; e++)
+        E->y[e] += res->tail_us / 2;
     return TS_OK;
 }
 
-/* Each equation's weight from its pair's standard error (ngood of them known). */
-static int initial_weights(eqs *E, const double *se, int ngood, ts_error *err)
+/* Each equation's weight, from the spread of its two nodes' samples (ngood pairs give one).
+ *
+ * Not from the pair's own standard error: with one-sided noise a pair whose samples happened to
+ * fall low has both a low mean and a low spread, so weighting each pair by its own spread pulls
+ * every estimate down (by about half a standard error on ethernet-udp, enough to take 90%
+ * intervals to 85%). A node's per-sample variance is instead the median over all its pairs
+ * (samples x se^2), of which any one pair is a small part, and a pair's variance the mean of
+ * its two nodes' over its samples: a noisy host still weighs less, a lucky pair no more. */
+static int initial_weights(eqs *E, const ts_link_measurement *meas, int nnodes, const double *se,
+                           int ngood, ts_error *err)
 {
-    /* pairs whose interval says nothing get the typical error; none gets 10x less than it */
-    double typical = 1.0;
-    if (ngood > 0) {
-        double *tmp = malloc(sizeof(double) * (size_t)ngood);
-        if (!tmp)
-            return ts_fail(err, TS_ENOMEM, "out of memory");
-        int k = 0;
-        for (int e = 0; e < E->n; e++)
-            if (!isnan(se[e]))
-                tmp[k++] = se[e];
-        typical = ts_median(tmp, k);
-        free(tmp);
-        if (!(typical > 0))
-            typical = 1.0;
+    int *cnt = calloc((size_t)nnodes + 1, sizeof(int));
+    double *v = malloc(sizeof(double) * (size_t)(2 * ngood + 1));
+    double *all = malloc(sizeof(double) * (size_t)(2 * ngood + 1));
+    double *node_var = malloc(sizeof(double) * (size_t)(nnodes ? nnodes : 1));
+    if (!cnt || !v || !all || !node_var) {
+        free(cnt);
+        free(v);
+        free(all);
+        free(node_var);
+        return ts_fail(err, TS_ENOMEM, "out of memory");
+    }
+    /* per-sample variances grouped by node (a counting sort): node i's run ends at cnt[i] and
+     * starts at cnt[i - 1] (0 for i = 0) */
+    for (int e = 0; e < E->n; e++)
+        if (!isnan(se[e])) {
+            cnt[meas[e].a + 1]++;
+            cnt[meas[e].b + 1]++;
+        }
+    for (int i = 0; i < nnodes; i++)
+        cnt[i + 1] += cnt[i];
+    for (int e = 0; e < E->n; e++)
+        if (!isnan(se[e])) {
+            double u = meas[e].samples * se[e] * se[e];
+            v[cnt[meas[e].a]++] = u;
+            v[cnt[meas[e].b]++] = u;
+        }
+    memcpy(all, v, sizeof(double) * (size_t)(2 * ngood));
+    double typical = ngood > 0 ? ts_median(all, 2 * ngood) : NAN;
+    if (!(typical > 0))
+        typical = 1.0;
+    for (int i = 0; i < nnodes; i++) {
+        int lo = i ? cnt[i - 1] : 0, n = cnt[i] - lo;
+        node_var[i] = n ? ts_median(v + lo, n) : typical;
+        /* none 100x below the typical (a node whose samples were all alike) */
+        node_var[i] = fmax(node_var[i], 0.01 * typical);
     }
     for (int e = 0; e < E->n; e++) {
-        double s = isnan(se[e]) ? typical : fmax(se[e], 0.1 * typical);
-        s /= 2;                          /* one-way */
-        E->w[e] = 1.0 / (s * s);
+        int n = meas[e].samples > 0 ? meas[e].samples : 1;
+        double var = (node_var[meas[e].a] + node_var[meas[e].b]) / 2 / n;
+        var /= 4;                        /* one-way */
+        E->w[e] = 1.0 / var;
     }
+    free(cnt);
+    free(v);
+    free(all);
+    free(node_var);
     return TS_OK;
 }
 
@@ -611,9 +688,24 @@ static double fit_measurements(solve_work *W, ts_link_result *res)
     return chi2;
 }
 
+/* How much each link moves when every pair's round trip moves by 1 us (g, by link): the
+ * pooled spike share is one number added to every pair, so its error moves the links
+ * together, by g times itself (an access link by about a quarter, an uplink not at all). */
+static void tail_response(solve_work *W, double *g)
+{
+    const eqs *E = &W->E;
+    memset(W->b, 0, sizeof(double) * (size_t)W->S.n);
+    for (int e = 0; e < E->n; e++)
+        for (int p = E->start[e]; p < E->start[e + 1]; p++)
+            W->b[E->idx[p]] += E->w[e] * 0.5;
+    spd_solve(&W->S, W->b, g, W->z);
+}
+
 /* Every link's estimate and interval, or none where the data leave it open (var the diagonal
- * of the inverse, by position; tq the interval's quantile). */
-static void estimate_links(const solve_work *W, double ridge, double tq, ts_link_result *res)
+ * of the inverse, by position; g the links' response to the spike share, tail_response; tq the
+ * interval's quantile). */
+static void estimate_links(const solve_work *W, double ridge, const double *g, double tq,
+                           ts_link_result *res)
 {
     for (int k = 0; k < res->nlinks; k++) {
         ts_link_estimate *L = &res->link[k];
@@ -625,7 +717,8 @@ static void estimate_links(const solve_work *W, double ridge, double tq, ts_link
             continue;
         }
         L->est_us = W->x[k];
-        L->se_us = res->scale * sqrt(fmax(var, 0));
+        double st = g[k] * res->tail_se_us;
+        L->se_us = sqrt(res->scale * res->scale * fmax(var, 0) + st * st);
         L->lo_us = L->est_us - tq * L->se_us;
         L->hi_us = L->est_us + tq * L->se_us;
     }
@@ -655,7 +748,7 @@ static int solve(const ts_fabric *tree, const ts_pair_stats *pairs, const int *r
     describe_links(tree, &ls, res);
     rc = build_equations(tree, &ls, pairs, round, npairs, confidence, maxlen, &W, res, &ngood, err);
     if (rc == TS_OK)
-        rc = initial_weights(&W.E, W.se, ngood, err);
+        rc = initial_weights(&W.E, res->meas, tree->nnodes, W.se, ngood, err);
     if (rc != TS_OK)
         goto done;
     if (spd_symbolic(&W.S, m, &W.E) != TS_OK) {
@@ -678,7 +771,14 @@ static int solve(const ts_fabric *tree, const ts_pair_stats *pairs, const int *r
     res->dof = W.E.n > rank ? W.E.n - rank : 0;
     int scaled = res->dof > 0 && chi2 > res->dof;
     res->scale = scaled ? sqrt(chi2 / res->dof) : 1.0;
-    estimate_links(&W, ridge, ts_student_t(confidence, scaled ? res->dof : 1000000), res);
+    double *g = malloc(sizeof(double) * (size_t)(m ? m : 1));
+    if (!g) {
+        rc = ts_fail(err, TS_ENOMEM, "out of memory");
+        goto done;
+    }
+    tail_response(&W, g);
+    estimate_links(&W, ridge, g, ts_student_t(confidence, scaled ? res->dof : 1000000), res);
+    free(g);
 done:
     solve_work_free(&W);
     ts_link_set_free(&ls);

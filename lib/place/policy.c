@@ -28,8 +28,9 @@ void ts_policy_default(ts_policy *p)
     p->ranks_per_core = 1;
     p->cpus_per_rank = 1;
     p->time_budget_ms = 2000;
-    p->anomaly_pct = 25;
-    p->anomaly_us = 5;
+    /* no floor: a link is flagged on significance against the baseline's own spread alone */
+    p->anomaly_pct = 0;
+    p->anomaly_us = 0;
 }
 
 const char *ts_placement_kind_name(ts_placement_kind kind)
@@ -182,7 +183,7 @@ static int read_policy(policy_reader *r, ts_policy *p)
     if (mpi >= 0 && (rc = read_mpi(r, mpi, p)))
         return rc;
     if ((rc = get_num(r, measure, "time_budget_ms", 1, 600000, &p->time_budget_ms)) ||
-        (rc = get_num(r, anomaly, "threshold_pct", 0.1, 10000, &p->anomaly_pct)) ||
+        (rc = get_num(r, anomaly, "threshold_pct", 0, 10000, &p->anomaly_pct)) ||
         (rc = get_num(r, anomaly, "threshold_us", 0, 1e6, &p->anomaly_us)))
         return rc;
     if (drain >= 0) {

@@ -136,15 +136,17 @@ void ts_sampler_add_loss(ts_sampler *s, double timeout_us)
  * sample is a rare spike (a descheduled host, a retransmission) and says nothing about the
  * path; LogP/MPI's plain mean would chase it. */
 static void inlier_stats(const ts_sampler *s, double *mean, double *sd, int *count, double *median,
-                         double *mad, double *min)
+                         double *mad, double *min, double *all_mean)
 {
     double sorted[TS_SAMPLES_MAX];
     memcpy(sorted, s->x, sizeof(double) * (size_t)s->n);
     double med = ts_median(sorted, s->n);
     double m = ts_mad(sorted, s->n, med);
     double limit = med + fmax(5 * 1.4826 * m, 1e-9 * fabs(med));
-    double sum = 0, sum2 = 0;
+    double sum = 0, sum2 = 0, sum_all = 0;
     int k = 0;
+    for (int i = 0; i < s->n; i++)
+        sum_all += sorted[i];
     for (int i = 0; i < s->n; i++)
         if (sorted[i] <= limit) {
             sum += sorted[i];
@@ -160,6 +162,7 @@ static void inlier_stats(const ts_sampler *s, double *mean, double *sd, int *cou
     *median = med;
     *mad = m;
     *min = sorted[0];
+    *all_mean = sum_all / s->n;
 }
 
 static double half_width(const ts_sampler *s, double sd, int k)
@@ -178,9 +181,9 @@ int ts_sampler_done(const ts_sampler *s)
         return 1;
     if (s->n < r->min_samples || s->n < 2)
         return 0;
-    double mean, sd, median, mad, min;
+    double mean, sd, median, mad, min, all_mean;
     int k;
-    inlier_stats(s, &mean, &sd, &k, &median, &mad, &min);
+    inlier_stats(s, &mean, &sd, &k, &median, &mad, &min, &all_mean);
     return half_width(s, sd, k) <= r->eps * mean;
 }
 
@@ -199,13 +202,15 @@ void ts_sampler_finish(const ts_sampler *s, int a, int b, ts_pair_stats *out)
             out->flags |= TS_PAIR_UNREACHABLE;
         return;
     }
-    double mean, sd, median, mad, min;
+    double mean, sd, median, mad, min, all_mean;
     int k;
-    inlier_stats(s, &mean, &sd, &k, &median, &mad, &min);
+    inlier_stats(s, &mean, &sd, &k, &median, &mad, &min, &all_mean);
     out->min_us = min;
     out->median_us = median;
     out->mad_us = mad;
-    out->mean_us = mean;
+    /* every answered sample, spikes included: what the pair costs on average (the link solve
+     * takes the spikes' share from it, pooled over all pairs; see linksolve.c) */
+    out->mean_us = all_mean;
     /* The inlier mean: unbiased up to a constant jitter offset that every pair shares (it ends
      * up in the hosts' pendant edges), with less variance than the median. */
     out->est_us = mean;

@@ -874,8 +874,10 @@ int ts_baseline_load(ts_baseline *b, const char *path, ts_error *err)
 
 void ts_detect_options_default(ts_detect_options *o)
 {
-    o->threshold_pct = 25;
-    o->threshold_us = 5;
+    /* no floor by default: significance against the baseline's own spread decides, so what a
+     * profile's noise allows is flagged and nothing a fixed number would hide (bench/anomaly.sh) */
+    o->threshold_pct = 0;
+    o->threshold_us = 0;
     o->z = TS_ANOMALY_Z_DEFAULT;
     o->loss_pct = TS_ANOMALY_LOSS_PCT_DEFAULT;
 }

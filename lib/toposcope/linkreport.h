@@ -29,6 +29,19 @@ void ts_link_truth_free(ts_link_truth *t);
 /* Median of |est - truth| / truth over the links that have both; NAN when none. */
 double ts_link_rel_err_median(const ts_link_result *res, const ts_link_truth *t);
 
+/* How the intervals lo_us..hi_us fare against the truth, over the links that have both an
+ * interval and a truth (kind: 1 access links, 0 the others, -1 all): the share that covers its
+ * truth, and the median half-width relative to the truth. *n gets the links counted; NAN
+ * without any. */
+typedef struct ts_link_interval_score {
+    int n;
+    double cover;            /* share of intervals holding the truth */
+    double rel_halfwidth;    /* median of (hi_us - lo_us) / 2 / truth_us */
+} ts_link_interval_score;
+
+ts_link_interval_score ts_link_interval_score_of(const ts_link_result *res, const ts_link_truth *t,
+                                                 int kind);
+
 /* links.yaml: one entry per (possibly aggregated) link: link (a name, or a list of names for an
  * aggregate), est_us, lo_us, hi_us, samples, pairs, residual_us; with a truth also truth_us and
  * rel_err, and names taken from the truth. */

@@ -13,8 +13,8 @@
  *   measure:
  *     time_budget_ms: 2000   # the prolog's hard measurement budget
  *   anomaly:
- *     threshold_pct: 25      # a link is anomalous above baseline * (1 + pct/100) ...
- *     threshold_us: 5        # ... and baseline + us
+ *     threshold_pct: 0       # a significant excess counts above baseline * (1 + pct/100) ...
+ *     threshold_us: 0        # ... and baseline + us (default 0, 0: significance alone)
  *   drain:                   # optional
  *     jobs: 3                # drain a node after anomalies in this many jobs ...
  *     hours: 24              # ... within this many hours
@@ -61,7 +61,7 @@ typedef struct ts_policy {
     double drain_hours;
 } ts_policy;
 
-/* The defaults every key falls back to (compact, one core per rank, 2 s budget, 25% and 5 us). */
+/* The defaults every key falls back to (compact, one core per rank, 2 s budget, anomaly thresholds 0% and 0 us). */
 void ts_policy_default(ts_policy *p);
 const char *ts_placement_kind_name(ts_placement_kind kind);
 

@@ -43,7 +43,8 @@ typedef struct ts_pair_stats {
     int samples;                   /* answered probes */
     int lost;                      /* timed out probes */
     unsigned flags;
-    double min_us, median_us, mad_us, mean_us;
+    double min_us, median_us, mad_us;
+    double mean_us;                /* mean of every answered sample, spikes included (>= est_us) */
     double est_us;                 /* the estimate the planners use (see ts_sampler_finish) */
     double ci_us;                  /* half-width of the confidence interval of est_us */
     double time_us;                /* time the pair spent sampling, timeouts included */

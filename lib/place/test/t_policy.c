@@ -29,8 +29,8 @@ static void test_shipped(void)
     ok(ts_policy_load(&p, "measure-only", policy_dirs, &err) == TS_OK && p.kind == TS_PLACE_MEASURE_ONLY,
        "measure-only loads %s", err.text);
     ok(p.drain && p.drain_jobs == 3 && p.drain_hours == 24, "with drain after 3 jobs in 24 hours");
-    is_num(p.anomaly_pct, 25, 0, "anomaly threshold 25%%");
-    is_num(p.anomaly_us, 5, 0, "and 5 us");
+    is_num(p.anomaly_pct, 0, 0, "anomaly threshold 0%% (no floor)");
+    is_num(p.anomaly_us, 0, 0, "and 0 us");
     is_num(p.time_budget_ms, 2000, 0, "time budget 2000 ms");
 
     is_int(ts_policy_load(&p, "nosuch", policy_dirs, &err), TS_EINPUT, "an unknown policy name is refused");
@@ -65,7 +65,7 @@ static void test_defaults(void)
     ok(p.ranks_per_node == 0 && p.ranks_per_core == 1 && p.cpus_per_rank == 1 && !p.export_mca && !p.drain,
        "placement defaults: no node limit, 1 rank per core, 1 core per rank, no MCA export, no drain");
     ok(!p.hydra && !p.intel_mpi, "no launcher but Open MPI's by default: hydra and intel_mpi off");
-    is_num(p.anomaly_pct, 25, 0, "anomaly default 25%%");
+    is_num(p.anomaly_pct, 0, 0, "anomaly default 0%%");
     text = "name: wide\nplacement:\n  kind: compact\n  cpus_per_rank: 4\n  ranks_per_node: 8\nmpi: {export_mca: false}\n"
            "measure: {time_budget_ms: 500.5}\nanomaly: {threshold_pct: 10, threshold_us: 0}\ndrain: {jobs: 1, hours: 0.5}\n";
     ok(ts_policy_parse(&p, text, strlen(text), "wide.yaml", &err) == TS_OK, "every key at once %s", err.text);
@@ -113,7 +113,7 @@ static void test_broken(void)
         { "bad-mpi-key.yaml", "bad-mpi-key.yaml:5:3", { "unknown key 'mpich' in 'mpi'", "allowed: export_mca, hydra, intel_mpi" } },
         { "bad-measure-only-cpus.yaml", "bad-measure-only-cpus.yaml:3:18", { "'cpus_per_rank' has no effect with kind: measure-only", "allowed there: kind" } },
         { "bad-budget-range.yaml", "bad-budget-range.yaml:4:19", { "'time_budget_ms' must be a number from 1 to 600000", "got '0'" } },
-        { "bad-pct-type.yaml", "bad-pct-type.yaml:4:18", { "'threshold_pct' must be a number from 0.1 to 10000", "got '25%'" } },
+        { "bad-pct-type.yaml", "bad-pct-type.yaml:4:18", { "'threshold_pct' must be a number from 0 to 10000", "got '25%'" } },
         { "bad-us-negative.yaml", "bad-us-negative.yaml:5:17", { "'threshold_us' must be a number from 0 to 1e+06", "got '-5'" } },
         { "bad-drain-half.yaml", "bad-drain-half.yaml:4:3", { "'drain' needs both 'jobs' (1 to 1000) and 'hours' (0.1 to 8760)" } },
         { "bad-drain-jobs.yaml", "bad-drain-jobs.yaml:4:9", { "'jobs' must be an integer from 1 to 1000", "got '0'" } },
