@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "toposcope/anomaly.h"
+#include "toposcope/bound.h"
 #include "toposcope/discover.h"
 #include "toposcope/fabric.h"
 #include "toposcope/infer.h"
@@ -76,6 +77,14 @@ static void sim_usage(FILE *out)
             "  --anomaly-z X        significance of an excess in standard deviations (default 5)\n"
             "  --eps X --confidence X --min-samples N --max-samples N\n"
             "                       the stopping rule (defaults 0.03, 0.90, 3, 32)\n"
+            "  --estimator NAME     a pair's round trip from its samples, for every method: min (the\n"
+            "                       minimum of a fixed count; fast's default) or mean (the inlier mean\n"
+            "                       under the stopping rule; the baselines' default)\n"
+            "  --samples N          samples per pair at first, every method (default: fast 3; a\n"
+            "                       baseline --min-samples under min, the stopping rule under mean)\n"
+            "  --samples-max N      the most samples per pair sequential re-measurement takes, where\n"
+            "                       a decision is not significant yet (default 48; fast doubles up to it)\n"
+            "  --bound-exact P      the bound's target: a tree exact in a share P of runs (default 0.99)\n"
             "  -h, --help           this text\n"
             "\n"
             "After discovery the link stage plans pairs that identify every link of the inferred tree,\n"
@@ -103,6 +112,9 @@ typedef struct sim_options {
     ts_fault faults[MAX_INJECT];
     int nfaults;
     ts_stop_rule rule;
+    int samples_first, samples_max;
+    ts_estimator estimator;
+    double bound_exact;
     int links;                 /* run the link stage */
     int link_extra_rounds;
     const char *baseline, *policy;
@@ -113,7 +125,8 @@ static int parse_options(int argc, char **argv, sim_options *o)
 {
     enum { O_FABRIC = 256, O_OUT, O_PROFILE, O_PARAMS, O_METHOD, O_SEED, O_FSEED, O_BUDGET,
            O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX, O_LINK_EXTRA, O_NO_LINKS,
-           O_BASELINE, O_POLICY, O_ANOMALY_Z, O_PSEED };
+           O_BASELINE, O_POLICY, O_ANOMALY_Z, O_PSEED, O_ESTIMATOR, O_SAMPLES, O_SAMPLES_MAX,
+           O_BOUND_EXACT };
     static const struct option longopts[] = {
         {"fabric", required_argument, 0, O_FABRIC}, {"out", required_argument, 0, O_OUT},
         {"profile", required_argument, 0, O_PROFILE}, {"params", required_argument, 0, O_PARAMS},
@@ -127,6 +140,9 @@ static int parse_options(int argc, char **argv, sim_options *o)
         {"no-links", no_argument, 0, O_NO_LINKS},
         {"baseline", required_argument, 0, O_BASELINE}, {"policy", required_argument, 0, O_POLICY},
         {"anomaly-z", required_argument, 0, O_ANOMALY_Z},
+        {"estimator", required_argument, 0, O_ESTIMATOR}, {"samples", required_argument, 0, O_SAMPLES},
+        {"samples-max", required_argument, 0, O_SAMPLES_MAX},
+        {"bound-exact", required_argument, 0, O_BOUND_EXACT},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -138,6 +154,7 @@ static int parse_options(int argc, char **argv, sim_options *o)
     o->links = 1;
     o->link_extra_rounds = TS_LINK_EXTRA_ROUNDS_DEFAULT;
     o->anomaly_z = TS_ANOMALY_Z_DEFAULT;
+    o->bound_exact = 0.99;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -198,6 +215,28 @@ static int parse_options(int argc, char **argv, sim_options *o)
                 return CLI_USAGE;
             }
             *(c == O_MIN ? &o->rule.min_samples : &o->rule.max_samples) = (int)u;
+            break;
+        case O_ESTIMATOR:
+            if (ts_estimator_parse(optarg, &o->estimator) != TS_OK) {
+                cli_error("sim", "--estimator wants min or mean, not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            break;
+        case O_SAMPLES:
+        case O_SAMPLES_MAX:
+            if (cli_parse_u64(optarg, &u) || u < 1 || u > TS_SAMPLES_MAX) {
+                cli_error("sim", "--%s wants a whole number 1..%d, not '%s'",
+                          c == O_SAMPLES ? "samples" : "samples-max", TS_SAMPLES_MAX, optarg);
+                return CLI_USAGE;
+            }
+            *(c == O_SAMPLES ? &o->samples_first : &o->samples_max) = (int)u;
+            break;
+        case O_BOUND_EXACT:
+            if (cli_parse_double(optarg, &x) || !(x > 0.5 && x < 1)) {
+                cli_error("sim", "--bound-exact wants a share in (0.5, 1), not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            o->bound_exact = x;
             break;
         case O_LINK_EXTRA:
             if (cli_parse_u64(optarg, &u) || u > TS_LINK_EXTRA_ROUNDS_MAX) {
@@ -260,6 +299,8 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
             o->profile, (unsigned long long)o->seed, (unsigned long long)o->fabric_seed,
             (unsigned long long)o->plan_seed);
     fprintf(m, "nodes: %d\n", truth->nnodes);
+    fprintf(m, "estimator: %s\nsamples_first: %d\nsamples_max: %d\n", ts_estimator_name(o->estimator),
+            o->samples_first, o->samples_max);
     fprintf(m, "probes: %ld\nsamples: %ld\nlost: %ld\nrounds: %ld\ncontrol_steps: %ld\n",
             e->count.probes, e->count.samples, e->count.lost, e->count.rounds, e->count.control_steps);
     fprintf(m, "sim_time_s: %.6f\n", sim_time_s);
@@ -374,6 +415,50 @@ static void link_stage_metrics(FILE *m, const ts_measure *M, const link_score *L
     fprintf(m, "link_plan_cpu_s: %.4f\n", M->link_cpu_s);
     fprintf(m, "link_sim_time_s: %.6f\n", M->link_time_us * 1e-6);
     fprintf(m, "link_partial: %s\n", M->links.partial ? "true" : "false");
+}
+
+/* ---- the lower bound on probing time (toposcope/bound.h) ---- */
+
+#define BOUND_SAMPLES 16384   /* round trips per calibration pair, outside the run's time */
+
+static double bound_sample(void *ctx, int a, int b)
+{
+    return ts_sim_sample_once(ctx, a, b);
+}
+
+/* The bound for the true fabric: its noise and level steps measured on calibration pairs of the
+ * simulator (drawn after the run, so they change none of its samples and cost none of its time),
+ * its round trip the fastest the run itself measured. */
+static void bound_metrics(FILE *m, const sim_options *o, ts_sim *sim, const ts_probe_engine *e,
+                          const ts_fabric *truth)
+{
+    double floor_us = INFINITY;
+    for (long i = 0; i < ts_probe_npairs(e); i++) {
+        const ts_pair_stats *s = ts_probe_pair_at(e, i);
+        if (s->samples > 0 && s->min_us < floor_us)
+            floor_us = s->min_us;
+    }
+    ts_time_bound b;
+    ts_error err;
+    fprintf(m, "# lower bound on discovery's probing time for a tree exact in bound_exact_share of runs\n");
+    if (ts_probe_time_bound(truth, bound_sample, sim, BOUND_SAMPLES, floor_us, o->bound_exact, &b, &err) != TS_OK) {
+        fprintf(m, "probe_time_bound_s: null\n");
+        return;
+    }
+    if (isfinite(b.bound_s))
+        fprintf(m, "probe_time_bound_s: %.6g\n", b.bound_s);
+    else
+        fprintf(m, "probe_time_bound_s: null\n");
+    fprintf(m, "bound_exact_share: %g\n", o->bound_exact);
+    metric_num(m, "bound_rtt_floor_us", b.rtt_floor_us);
+    for (int lv = 0; lv < b.levels; lv++) {
+        char key[64];
+        snprintf(key, sizeof key, "bound_step_us_level%d", lv + 1);
+        metric_num(m, key, b.step_us[lv]);
+        snprintf(key, sizeof key, "bound_tv_level%d", lv + 1);
+        metric_num(m, key, b.tv[lv]);
+        fprintf(m, "bound_samples_level%d: %d\n", lv + 1, b.samples[lv]);
+    }
 }
 
 /* What the agents would write in status.yaml for this measurement, with or without links. */
@@ -596,6 +681,9 @@ int cmd_sim(int argc, char **argv)
         goto out;
     }
     engine.plan_seed = o.plan_seed;
+    engine.samples_first = o.samples_first;
+    engine.samples_max = o.samples_max;
+    engine.estimator = o.estimator;
     names = malloc(sizeof(char *) * (size_t)truth.nnodes);
     if (!names) {
         cli_error("sim", "out of memory");
@@ -640,6 +728,7 @@ int cmd_sim(int argc, char **argv)
         goto out;
     write_metrics(&o, f, &M.discovered, M.disc_end_us, sim, &truth, &M.tree, &acc, &M.rep, M.disc_cpu_s);
     link_stage_metrics(f, &M, &score);
+    bound_metrics(f, &o, sim, &engine, &truth);
     verdict_metrics(f, &M);
     if (o.baseline && M.links_ran)
         fprintf(f, "# anomalies against the baseline (anomalies.yaml)\nanomalies: %d\nanomaly_links_checked: %d\n",

@@ -41,6 +41,19 @@ int ts_method_begin(const char *method, ts_probe_engine *e, ts_utree *tree, ts_i
     return TS_OK;
 }
 
+ts_stop_rule ts_method_rule(const ts_probe_engine *e, ts_estimator own)
+{
+    ts_stop_rule r = e->rule;
+    r.estimator = e->estimator == TS_ESTIMATE_DEFAULT ? own : e->estimator;
+    int k = e->samples_first;
+    if (k <= 0 && r.estimator == TS_ESTIMATE_MIN)
+        k = r.min_samples;
+    if (k > 0) {
+        r.min_samples = r.max_samples = k > TS_SAMPLES_MAX ? TS_SAMPLES_MAX : k;
+    }
+    return r;
+}
+
 int ts_allpairs_schedule(int n, ts_pair **pairs_out, int **round_start_out, int *nrounds_out,
                          ts_error *err)
 {
@@ -299,7 +312,8 @@ static double median3(double x, double y, double z)
 
 /* Measure the weak pairs again and put the median of each pair's measurements into dm.
  * Returns TS_OK also when the deadline cut it short: what was measured is used. */
-static int second_opinions(ts_probe_engine *e, ts_distmat *dm, const pairlist *weak, ts_error *err)
+static int second_opinions(ts_probe_engine *e, const ts_stop_rule *rule, ts_distmat *dm,
+                           const pairlist *weak, ts_error *err)
 {
     int n = dm->n, np = weak->n, rc = TS_OK;
     double *est = malloc(sizeof(double) * (size_t)np * SECOND_OPINIONS);
@@ -333,7 +347,7 @@ static int second_opinions(ts_probe_engine *e, ts_distmat *dm, const pairlist *w
                 round[m++] = *q;
             }
             remaining -= m;
-            rc = ts_probe_round(e, round, m, st, err);
+            rc = ts_probe_round_rule(e, round, m, rule, st, err);
             for (int j = 0; j < m && rc == TS_OK; j++)
                 if (st[j].samples > 0) {
                     est[(size_t)where[j] * SECOND_OPINIONS + k] = st[j].est_us;
@@ -385,10 +399,14 @@ int ts_discover_allpairs(ts_probe_engine *e, ts_utree *tree, ts_infer_report *re
     rc = ts_allpairs_schedule(e->tp->nnodes, &pairs, &round_start, &nrounds, err);
     if (rc != TS_OK)
         return rc;
+    /* Bufe's own estimate is the mean; --estimator min gives it fast's (the sampler then puts
+     * the minimum into est_us and its spread into ci_us, which the inference reads) */
+    ts_stop_rule rule = ts_method_rule(e, TS_ESTIMATE_MEAN);
     /* One phase: the whole schedule is known up front, the leader decides once at the end. */
     rc = ts_probe_control(e, err);
     for (int r = 0; r < nrounds && rc == TS_OK; r++)
-        rc = ts_probe_round(e, pairs + round_start[r], round_start[r + 1] - round_start[r], NULL, err);
+        rc = ts_probe_round_rule(e, pairs + round_start[r], round_start[r + 1] - round_start[r], &rule,
+                                 NULL, err);
     free(pairs);
     free(round_start);
     if (rc == TS_ELIMIT)
@@ -409,7 +427,7 @@ int ts_discover_allpairs(ts_probe_engine *e, ts_utree *tree, ts_infer_report *re
         /* every pair was measured once: a deadline during the second opinions leaves the
          * tree whole, so it does not make the run partial */
         int was_partial = e->partial;
-        rc = second_opinions(e, &dm, &weak, err);
+        rc = second_opinions(e, &rule, &dm, &weak, err);
         e->partial = was_partial;
         if (rc == TS_OK) {
             ts_utree_free(tree);

@@ -58,7 +58,8 @@
 #define EDGE_MIN 8           /* ... at least this many above it, and 3 below (so a region of
                               * 5 nodes or fewer, or a child of 2, is not told from chance) */
 #define SAMPLES_FIRST 3      /* samples per pair; their minimum is the pair's estimate ... */
-#define SAMPLES_MAX 48       /* ... doubled up to this while a big region shows no gap */
+#define SAMPLES_MAX 48       /* ... doubled up to this while a big region shows no gap (the
+                              * defaults of e->samples_first, e->samples_max) */
 #define BATCH 4              /* rounds planned per gather/scatter step */
 #define STAR_PROOF_MAX 64    /* a region this small runs a full tournament to prove a star */
 #define CUT_OUTLIERS 0.002   /* share of far pairs that may join connected nodes: near pairs
@@ -113,6 +114,8 @@ typedef struct fast {
     ts_rng rng;
     int n;
     int k;                  /* samples per pair at the current depth */
+    int kfirst, kmax;       /* ... at first, and the most doubling takes it to */
+    ts_estimator est;       /* the pairs' estimate: the minimum unless the caller chose */
     int *reg;               /* node -> region, -1 when placed or unreachable */
     unsigned char *dead;
     int *count;             /* answered pairs per node */
@@ -491,8 +494,9 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
         }
         F->count[st[i].a]++;
         F->count[st[i].b]++;
-        F->M[F->nm] = (meas){st[i].a, st[i].b, F->reg[st[i].a], F->k, st[i].min_us};
-        F->obs[F->nm++] = (ts_offset_obs){st[i].a, st[i].b, F->reg[st[i].a], st[i].min_us};
+        double v = ts_pair_estimate(&st[i], F->est);
+        F->M[F->nm] = (meas){st[i].a, st[i].b, F->reg[st[i].a], F->k, v};
+        F->obs[F->nm++] = (ts_offset_obs){st[i].a, st[i].b, F->reg[st[i].a], v};
     }
     return TS_OK;
 }
@@ -501,6 +505,7 @@ static int measure_batch(fast *F, walk *W)
 {
     ts_stop_rule rule = F->e->rule;
     rule.min_samples = rule.max_samples = F->k;
+    rule.estimator = F->est;
     int rc = ts_probe_control(F->e, F->err);
     for (int b = 0; b < BATCH && rc == TS_OK; b++) {
         if (W->np[b] == 0)
@@ -1242,7 +1247,7 @@ static void settle_region(fast *F, region *R, int *escalate)
          * above a lower one that is) show in the far class: more samples, or unresolved */
         int ungrouped = !R->grouped && (R->group_z > 0.5 * sqrt(2 * log(1 / FALSE_SPLIT)) ||
                                         R->vary_z > LOF_Z);
-        if (apart && ungrouped && F->k < SAMPLES_MAX) {
+        if (apart && ungrouped && F->k < F->kmax) {
             *escalate = 1;
         } else if (apart) {
             R->state = SPLIT;
@@ -1267,7 +1272,7 @@ static void settle_region(fast *F, region *R, int *escalate)
     int unsure = small ? R->lof_z > LOF_Z : R->margin >= 0.5 * R->threshold;
     if (!unsure)
         R->state = small ? STAR : UNRESOLVED;   /* big: no level shows at all */
-    else if (F->k >= SAMPLES_MAX)
+    else if (F->k >= F->kmax)
         R->state = UNRESOLVED;
     else
         *escalate = 1;
@@ -1367,8 +1372,8 @@ static int decide_depth(fast *F, walk *W)
             if (F->R[W->first + r].state == OPEN)
                 F->R[W->first + r].rounds = F->R[W->first + r].tour = F->R[W->first + r].has_cut = 0;
         F->k *= 2;
-        if (F->k > SAMPLES_MAX)
-            F->k = SAMPLES_MAX;
+        if (F->k > F->kmax)
+            F->k = F->kmax;
     }
     free(K.par);
     free(K.rank);
@@ -1380,7 +1385,7 @@ static int decide_depth(fast *F, walk *W)
 static int run_depth(fast *F, walk *W)
 {
     int rc = TS_OK;
-    F->k = SAMPLES_FIRST;
+    F->k = F->kfirst;
     F->depth_first_meas = F->nm;
     if (F->depth > 0) {
         memcpy(F->prior, F->off, sizeof(double) * (size_t)F->n);
@@ -1646,6 +1651,7 @@ static int hand_over_irregular(fast *F, int *replaced)
     leaf_groups(F->t, F->n, before);
     ts_stop_rule rule = F->e->rule;
     rule.min_samples = rule.max_samples = F->k;
+    rule.estimator = F->est;
     int resolved = F->nambiguous == 0;
     int rc = ts_irr_discover(F->e, &rule, live, F->t, replaced, F->err);
     if (rc == TS_ELIMIT) {
@@ -1714,7 +1720,14 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.t = tree;
     F.err = err;
     F.n = n;
-    F.k = SAMPLES_FIRST;
+    F.kfirst = e->samples_first > 0 ? e->samples_first : SAMPLES_FIRST;
+    F.kmax = e->samples_max > 0 ? e->samples_max : SAMPLES_MAX;
+    if (F.kmax < F.kfirst)
+        F.kmax = F.kfirst;
+    if (F.kmax > TS_SAMPLES_MAX)
+        F.kmax = TS_SAMPLES_MAX;
+    F.k = F.kfirst;
+    F.est = e->estimator == TS_ESTIMATE_MEAN ? TS_ESTIMATE_MEAN : TS_ESTIMATE_MIN;
     F.min_gap_us = INFINITY;
     ts_rng_seed_stream(&F.rng, ((uint64_t)n * 0x9e3779b97f4a7c15ULL) ^ (e->plan_seed * 0xbf58476d1ce4e5b9ULL),
                        0xfa57u);

@@ -59,6 +59,13 @@ int ts_irr_level_structured(const ts_utree *t)
     return same;
 }
 
+/* A pair's round trip: the minimum of its samples, as fast takes it, unless the rule asks for
+ * the mean (toposcope sim --estimator mean). */
+static double irr_estimate(const ts_pair_stats *st, const ts_stop_rule *rule)
+{
+    return ts_pair_estimate(st, rule->estimator == TS_ESTIMATE_MEAN ? TS_ESTIMATE_MEAN : TS_ESTIMATE_MIN);
+}
+
 static int cmp_dbl(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -122,7 +129,7 @@ static int store(irr *I, const ts_pair_stats *st, int np)
             continue;
         I->ma[I->nm] = st[i].a;
         I->mb[I->nm] = st[i].b;
-        I->md[I->nm++] = st[i].min_us;
+        I->md[I->nm++] = irr_estimate(&st[i], I->rule);
     }
     return TS_OK;
 }
@@ -427,7 +434,7 @@ int ts_irr_discover(ts_probe_engine *e, const ts_stop_rule *rule, const unsigned
             if (st->samples == 0 || !live[st->a] || !live[st->b])
                 continue;
             int full = st->samples >= rule->min_samples;
-            if (pass == 0 ? full : !full && st->min_us < cut)
+            if (pass == 0 ? full : !full && irr_estimate(st, rule) < cut)
                 rc = store(&I, st, 1);
         }
     }
@@ -477,7 +484,7 @@ int ts_irr_discover(ts_probe_engine *e, const ts_stop_rule *rule, const unsigned
             ts_pair_stats st;
             rc = ts_probe_round_rule(e, &p, 1, rule, &st, err);
             if (rc == TS_OK && st.samples > 0)
-                dm.d[(size_t)a * L + b] = dm.d[(size_t)b * L + a] = st.min_us;
+                dm.d[(size_t)a * L + b] = dm.d[(size_t)b * L + a] = irr_estimate(&st, rule);
         }
     if (rc != TS_OK)
         goto out;

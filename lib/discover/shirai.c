@@ -572,11 +572,15 @@ int ts_discover_shirai(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep,
     S.t = tree;
     S.err = err;
     S.n = n;
-    S.rule = e->rule;
-    S.rule.min_samples = S.rule.min_samples > FIG6_MIN_SAMPLES ? S.rule.min_samples : FIG6_MIN_SAMPLES;
-    S.rule.max_samples = S.rule.max_samples > FIG6_MAX_SAMPLES ? S.rule.max_samples : FIG6_MAX_SAMPLES;
-    if (S.rule.max_samples > TS_SAMPLES_MAX)
-        S.rule.max_samples = TS_SAMPLES_MAX;
+    S.rule = ts_method_rule(e, TS_ESTIMATE_MEAN);
+    if (S.rule.estimator == TS_ESTIMATE_MEAN && e->samples_first <= 0) {
+        /* the engine's stopping rule within Figure 6's sample counts; a count set by the
+         * caller (toposcope sim --samples) or the minimum (--estimator min) replaces them */
+        S.rule.min_samples = S.rule.min_samples > FIG6_MIN_SAMPLES ? S.rule.min_samples : FIG6_MIN_SAMPLES;
+        S.rule.max_samples = S.rule.max_samples > FIG6_MAX_SAMPLES ? S.rule.max_samples : FIG6_MAX_SAMPLES;
+        if (S.rule.max_samples > TS_SAMPLES_MAX)
+            S.rule.max_samples = TS_SAMPLES_MAX;
+    }
     int nv = 2 * n + 2;
     S.vert = malloc(sizeof(int) * (size_t)n);
     S.ins = malloc(sizeof(int) * (size_t)n);

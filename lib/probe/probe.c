@@ -39,7 +39,7 @@ double ts_mad(const double *x, int n, double median)
 }
 
 /* Standard normal quantile (Acklam's rational approximation, |error| < 1.2e-9). */
-static double normal_quantile(double p)
+double ts_normal_quantile(double p)
 {
     static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
                                1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
@@ -59,7 +59,7 @@ static double normal_quantile(double p)
                ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
     }
     if (p > 1 - 0.02425)
-        return -normal_quantile(1 - p);
+        return -ts_normal_quantile(1 - p);
     double q = p - 0.5, r = q * q;
     return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
@@ -75,12 +75,34 @@ double ts_student_t(double confidence, int dof)
     if (dof == 2)
         return (2 * p - 1) / sqrt(2 * p * (1 - p));
     /* Cornish-Fisher expansion around the normal quantile: accurate to ~1e-3 from 3 dof. */
-    double z = normal_quantile(p), v = dof, z2 = z * z;
+    double z = ts_normal_quantile(p), v = dof, z2 = z * z;
     return z + (z2 * z + z) / (4 * v) + (5 * z2 * z2 * z + 16 * z2 * z + 3 * z) / (96 * v * v) +
            (3 * z2 * z2 * z2 * z + 19 * z2 * z2 * z + 17 * z2 * z - 15 * z) / (384 * v * v * v);
 }
 
-/* ---- stopping rule and sampler ---- */
+/* ---- estimators, stopping rule and sampler ---- */
+
+static const char *const estimator_names[] = {"default", "mean", "min"};
+
+int ts_estimator_parse(const char *name, ts_estimator *out)
+{
+    for (int i = 0; i < (int)(sizeof estimator_names / sizeof *estimator_names); i++)
+        if (strcmp(name, estimator_names[i]) == 0) {
+            *out = (ts_estimator)i;
+            return TS_OK;
+        }
+    return TS_EINPUT;
+}
+
+const char *ts_estimator_name(ts_estimator e)
+{
+    return (unsigned)e < sizeof estimator_names / sizeof *estimator_names ? estimator_names[e] : "?";
+}
+
+double ts_pair_estimate(const ts_pair_stats *s, ts_estimator est)
+{
+    return est == TS_ESTIMATE_MIN ? s->min_us : s->est_us;
+}
 
 void ts_stop_rule_default(ts_stop_rule *r)
 {
@@ -91,6 +113,7 @@ void ts_stop_rule_default(ts_stop_rule *r)
     r->eps = 0.03;
     r->confidence = 0.90;
     r->max_lost = 3;
+    r->estimator = TS_ESTIMATE_DEFAULT;
 }
 
 int ts_stop_rule_check(const ts_stop_rule *r, ts_error *err)
@@ -107,6 +130,8 @@ int ts_stop_rule_check(const ts_stop_rule *r, ts_error *err)
         return ts_fail(err, TS_EINPUT, "confidence must be in (0, 1) (got %g)", r->confidence);
     if (r->max_lost < 1)
         return ts_fail(err, TS_EINPUT, "max_lost must be at least 1 (got %d)", r->max_lost);
+    if ((unsigned)r->estimator > TS_ESTIMATE_MIN)
+        return ts_fail(err, TS_EINPUT, "unknown estimator %d", (int)r->estimator);
     return TS_OK;
 }
 
@@ -179,6 +204,8 @@ int ts_sampler_done(const ts_sampler *s)
         return 1;
     if (s->n >= r->max_samples)
         return 1;
+    if (r->estimator == TS_ESTIMATE_MIN)
+        return s->n >= r->min_samples;
     if (s->n < r->min_samples || s->n < 2)
         return 0;
     double mean, sd, median, mad, min, all_mean;
@@ -215,6 +242,28 @@ void ts_sampler_finish(const ts_sampler *s, int a, int b, ts_pair_stats *out)
      * up in the hosts' pendant edges), with less variance than the median. */
     out->est_us = mean;
     out->ci_us = half_width(s, sd, k);
+    if (s->rule->estimator == TS_ESTIMATE_MIN) {
+        /* The minimum's spread from the two lowest samples: with a lower tail of rate l the
+         * lowest of k is Exp(k l) above the floor and the next spacing Exp((k-1) l), so
+         * (k-1)/k of the spacing estimates the minimum's sd. */
+        out->est_us = min;
+        out->ci_us = INFINITY;
+        if (s->n >= 2) {
+            double second = INFINITY;
+            int skipped = 0;
+            for (int i = 0; i < s->n; i++) {
+                if (s->x[i] == min && !skipped)
+                    skipped = 1;
+                else if (s->x[i] < second)
+                    second = s->x[i];
+            }
+            double z = ts_normal_quantile(0.5 * (1.0 + s->rule->confidence));
+            out->ci_us = z * (s->n - 1.0) / s->n * (second - min);
+        }
+        if (s->n >= s->rule->min_samples)
+            out->flags |= TS_PAIR_TIGHT;
+        return;
+    }
     if (s->n >= 2 && out->ci_us <= s->rule->eps * mean)
         out->flags |= TS_PAIR_TIGHT;
     else if (s->n >= s->rule->max_samples)

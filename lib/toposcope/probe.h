@@ -15,15 +15,36 @@ typedef struct ts_pair {
     int a, b;                      /* node indices; a initiates the ping-pong */
 } ts_pair;
 
+/* Which statistic of a pair's samples the discovery methods use as its round trip.
+ *   TS_ESTIMATE_DEFAULT  each method's own: the minimum for fast, the mean for the baselines
+ *   TS_ESTIMATE_MEAN     the mean of the inliers, sampled until its interval is tight (below)
+ *   TS_ESTIMATE_MIN      the minimum of exactly min_samples samples: the noise of a round trip
+ *                        is one-sided (a tight lower tail, a long upper one), so the minimum of
+ *                        a few samples sits closer to the noise-free round trip than the mean
+ *                        of many. Minima of equal sample counts share their bias (it ends up in
+ *                        the hosts' pendant edges), so a method compares only those. */
+typedef enum ts_estimator {
+    TS_ESTIMATE_DEFAULT = 0,
+    TS_ESTIMATE_MEAN,
+    TS_ESTIMATE_MIN,
+} ts_estimator;
+
+int ts_estimator_parse(const char *name, ts_estimator *out);   /* "mean", "min", "default" */
+const char *ts_estimator_name(ts_estimator e);
+
 /* Confidence-interval stopping in the spirit of LogP/MPI: keep sampling until the
  * confidence interval of the mean (outliers above median + 5 MAD set aside) is within
- * eps of the mean, at least min_samples and at most max_samples. */
+ * eps of the mean, at least min_samples and at most max_samples. Under TS_ESTIMATE_MIN the
+ * sampler takes exactly min_samples and estimates the minimum (eps is not used). */
 typedef struct ts_stop_rule {
     int min_samples;
     int max_samples;
     double eps;                    /* relative half-width, e.g. 0.03 */
     double confidence;             /* two-sided level, e.g. 0.90 */
     int max_lost;                  /* losses in a row after which the peer counts as unreachable */
+    ts_estimator estimator;        /* the engine's sampler; the agents' wire does not carry it
+                                    * (they sample for the mean), so methods that must work on
+                                    * agents read min_us themselves (ts_pair_estimate) */
 } ts_stop_rule;
 
 #define TS_SAMPLES_MAX 256         /* hard cap of max_samples */
@@ -46,7 +67,8 @@ typedef struct ts_pair_stats {
     double min_us, median_us, mad_us;
     double mean_us;                /* mean of every answered sample, spikes included (>= est_us) */
     double est_us;                 /* the estimate the planners use (see ts_sampler_finish) */
-    double ci_us;                  /* half-width of the confidence interval of est_us */
+    double ci_us;                  /* half-width of the confidence interval of est_us (of the
+                                    * minimum: z * (k-1)/k * (second lowest - lowest)) */
     double time_us;                /* time the pair spent sampling, timeouts included */
 } ts_pair_stats;
 
@@ -71,10 +93,15 @@ typedef double (*ts_probe_fn)(void *ctx);
 void ts_sample_pair(const ts_stop_rule *rule, ts_probe_fn probe, void *ctx, double timeout_us,
                     double budget_us, int a, int b, ts_pair_stats *out);
 
+/* The pair's round trip under an estimator (TS_ESTIMATE_MIN: min_us, else est_us), whatever the
+ * sampler computed est_us for. */
+double ts_pair_estimate(const ts_pair_stats *s, ts_estimator est);
+
 /* Robust statistics helpers (exposed for tests and other modules). */
 double ts_median(double *x, int n);            /* reorders x */
 double ts_mad(const double *x, int n, double median);  /* raw MAD (not scaled) */
 double ts_student_t(double confidence, int dof);       /* two-sided quantile */
+double ts_normal_quantile(double p);                   /* standard normal, lower tail p */
 
 /* ---- transport interface ---- */
 typedef struct ts_transport ts_transport;
@@ -118,6 +145,14 @@ typedef struct ts_probe_engine {
     ts_pairdb *db;
     int *busy_mark;                /* scratch for the disjointness check */
     int busy_gen;
+    /* Samples per pair the discovery methods take at first, and the most a method's sequential
+     * re-measurement takes (fast doubles its samples where a decision is not significant yet);
+     * 0: each method's own (fast: 3 and 48; the baselines' estimator decides theirs). Set by
+     * toposcope sim --samples, --samples-max. The estimator they read pairs with (0 =
+     * TS_ESTIMATE_DEFAULT: each method's own), set into their rounds' rules; the engine's own
+     * rule keeps the mean for stages after discovery (the link stage). */
+    int samples_first, samples_max;
+    ts_estimator estimator;
     /* Mixed into the discovery planners' random streams. 0 (ts_probe_engine_init): they depend
      * on the node count only, so one job size always plans alike; other values vary the plans
      * for robustness checks (toposcope sim --plan-seed). */

@@ -228,11 +228,39 @@ static void test_deadline(void)
     ts_probe_engine_free(&e);
 }
 
+/* --estimator min: exactly min_samples samples, their minimum, its spread from the two lowest */
+static void test_min_estimator(void)
+{
+    ts_stop_rule r;
+    ts_stop_rule_default(&r);
+    r.estimator = TS_ESTIMATE_MIN;
+    r.min_samples = 4;
+    r.max_samples = 48;
+    ok(ts_stop_rule_check(&r, NULL) == TS_OK, "a min rule is valid");
+    ts_sampler s;
+    ts_sampler_start(&s, &r);
+    const double v[] = {12.0, 10.0, 30.0, 11.0, 10.5};
+    int k = 0;
+    while (!ts_sampler_done(&s))
+        ts_sampler_add(&s, v[k++]);
+    is_int(k, 4, "the min rule stops at min_samples, whatever the spread");
+    ts_pair_stats st;
+    ts_sampler_finish(&s, 0, 1, &st);
+    is_num(st.est_us, 10.0, 0, "est_us is the minimum");
+    is_num(ts_pair_estimate(&st, TS_ESTIMATE_MIN), 10.0, 0, "ts_pair_estimate(min) reads min_us");
+    is_num(st.ci_us, 1.6448536 * 0.75 * 1.0, 1e-4, "ci: z(90%%) * (k-1)/k * (second lowest - lowest)");
+    ok(st.flags & TS_PAIR_TIGHT, "a min pair is complete at its count");
+    ts_estimator e;
+    ok(ts_estimator_parse("mean", &e) == TS_OK && e == TS_ESTIMATE_MEAN && ts_estimator_parse("median", &e) != TS_OK,
+       "estimator names");
+}
+
 int main(void)
 {
     test_statistics();
     test_sampler();
     test_engine();
     test_deadline();
+    test_min_estimator();
     return done_testing();
 }
