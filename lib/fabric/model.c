@@ -115,6 +115,13 @@ int ts_model_params_profile(ts_model_params *p, const char *profile, ts_error *e
     p->power_prob = 0;
     p->power_min_us = 5;
     p->power_max_us = 20;
+    /* Off in every profile: no published figure gives how often a job's node holds its agent
+     * (doc/params.md). The range, tens to a couple of hundred us, is a timer tick or a short
+     * time slice of a competing task; there so that a probability alone turns it on. */
+    p->hold_prob = 0;
+    p->hold_min_us = 10;
+    p->hold_max_us = 200;
+    p->hold_window_us = 0;
     return TS_OK;
 }
 
@@ -214,6 +221,10 @@ static int params_validate(const ts_model_params *p, ts_error *err)
         { "power_state.probability", p->power_prob, R_PROB },
         { "power_state.min_us", p->power_min_us, R_NONNEG },
         { "power_state.max_us", p->power_max_us, R_NONNEG },
+        { "host_hold.probability", p->hold_prob, R_PROB },
+        { "host_hold.min_us", p->hold_min_us, R_NONNEG },
+        { "host_hold.max_us", p->hold_max_us, R_NONNEG },
+        { "host_hold.window_us", p->hold_window_us, R_NONNEG },
         { "loss_probability", p->loss_prob, R_PROB },
         { "timeout_us", p->timeout_us, R_NONNEG },
         { "flow_penalty_us", p->flow_penalty_us, R_NONNEG },
@@ -229,6 +240,9 @@ static int params_validate(const ts_model_params *p, ts_error *err)
     if (p->power_min_us > p->power_max_us)
         return ts_fail(err, TS_EINPUT, "model parameters: power_state.min_us (%g) exceeds max_us "
                        "(%g)", p->power_min_us, p->power_max_us);
+    if (p->hold_min_us > p->hold_max_us)
+        return ts_fail(err, TS_EINPUT, "model parameters: host_hold.min_us (%g) exceeds max_us "
+                       "(%g)", p->hold_min_us, p->hold_max_us);
     for (int k = 0; k < TS_MODEL_MAX_LEVELS; k++) {
         const ts_level_params *l = &p->level[k];
         if ((!isnan(l->latency_us) && !in_range(l->latency_us, R_NONNEG)) ||
@@ -520,34 +534,40 @@ static int apply_hosts(yctx *c, const ts_ynode *y, ts_model_params *q)
 
 static const char *const top_keys[] = {
     "profile", "host_overhead_us", "host_variation", "link_latency_us", "link_variation",
-    "jitter", "outliers", "power_state", "loss_probability", "timeout_us", "flow_penalty_us",
-    "bandwidth_mbps", "levels", "links", "hosts", "intra_node", NULL
+    "jitter", "outliers", "power_state", "host_hold", "loss_probability", "timeout_us",
+    "flow_penalty_us", "bandwidth_mbps", "levels", "links", "hosts", "intra_node", NULL
 };
 #define TOP_KEYS_TEXT "profile, host_overhead_us, host_variation, link_latency_us, " \
-    "link_variation, jitter, outliers, power_state, loss_probability, timeout_us, " \
+    "link_variation, jitter, outliers, power_state, host_hold, loss_probability, timeout_us, " \
     "flow_penalty_us, bandwidth_mbps, levels, links, hosts, intra_node"
 
-/* A sporadic delay, {probability, min_us, max_us}: `outliers` and `power_state`. Where the mapping
- * is, is kept in *at, so that a min_us over max_us, which can only be judged after the whole
- * file (the other bound may come from the profile or an earlier file), is reported there. */
+/* A sporadic delay, {probability, min_us, max_us}: `outliers`, `power_state`, and `host_hold`,
+ * which has window_us too (window_us non-NULL). Where the mapping is, is kept in *at, so that a
+ * min_us over max_us, which can only be judged after the whole file (the other bound may come
+ * from the profile or an earlier file), is reported there. */
 static int apply_sporadic(yctx *c, const ts_ynode *val, const char *name, double *prob,
-                          double *min_us, double *max_us, const ts_ynode **at)
+                          double *min_us, double *max_us, double *window_us, const ts_ynode **at)
 {
     static const char *const keys[] = { "probability", "min_us", "max_us", NULL };
+    static const char *const wkeys[] = { "probability", "min_us", "max_us", "window_us", NULL };
     const ts_ynode *v = c->d.v;
     char what[32], key[64];
     snprintf(what, sizeof what, "'%s'", name);
-    int rc = check_map(c, val, what, keys, "probability, min_us, max_us");
+    int rc = window_us ? check_map(c, val, what, wkeys, "probability, min_us, max_us, window_us")
+                       : check_map(c, val, what, keys, "probability, min_us, max_us");
     if (rc)
         return rc;
     *at = val;
     for (int j = val->first; j >= 0 && !rc; j = v[v[j].next].next) {
         const ts_ynode *ov = &v[v[j].next];
-        snprintf(key, sizeof key, "%s.%s", name, v[j].text);
-        if (strcmp(v[j].text, "probability") == 0)
+        const char *k = v[j].text;
+        snprintf(key, sizeof key, "%s.%s", name, k);
+        if (strcmp(k, "probability") == 0)
             rc = get_number(c, ov, key, R_PROB, prob);
         else
-            rc = get_number(c, ov, key, R_NONNEG, strcmp(v[j].text, "min_us") == 0 ? min_us : max_us);
+            rc = get_number(c, ov, key, R_NONNEG, strcmp(k, "min_us") == 0   ? min_us
+                                                  : strcmp(k, "max_us") == 0 ? max_us
+                                                                             : window_us);
     }
     return rc;
 }
@@ -564,7 +584,7 @@ static int check_sporadic(yctx *c, const char *name, double min_us, double max_u
 }
 
 typedef struct sporadic_at {
-    const ts_ynode *outliers, *power;
+    const ts_ynode *outliers, *power, *hold;
 } sporadic_at;
 
 static int apply_top(yctx *c, const ts_ynode *key, const ts_ynode *val, ts_model_params *q,
@@ -610,10 +630,13 @@ static int apply_top(yctx *c, const ts_ynode *key, const ts_ynode *val, ts_model
     }
     if (strcmp(k, "outliers") == 0)
         return apply_sporadic(c, val, "outliers", &q->outlier_prob, &q->outlier_min_us,
-                              &q->outlier_max_us, &at->outliers);
+                              &q->outlier_max_us, NULL, &at->outliers);
     if (strcmp(k, "power_state") == 0)
         return apply_sporadic(c, val, "power_state", &q->power_prob, &q->power_min_us,
-                              &q->power_max_us, &at->power);
+                              &q->power_max_us, NULL, &at->power);
+    if (strcmp(k, "host_hold") == 0)
+        return apply_sporadic(c, val, "host_hold", &q->hold_prob, &q->hold_min_us,
+                              &q->hold_max_us, &q->hold_window_us, &at->hold);
     if (strcmp(k, "levels") == 0)
         return apply_levels(c, val, q);
     if (strcmp(k, "links") == 0)
@@ -644,13 +667,15 @@ static int apply_document(yctx *c, int root, ts_model_params *q)
         ts_model_params_free(q);
         ts_model_params_profile(q, val->text, NULL);
     }
-    sporadic_at at = { NULL, NULL };
+    sporadic_at at = { NULL, NULL, NULL };
     for (int k = v[root].first; k >= 0; k = v[v[k].next].next)
         if ((rc = apply_top(c, &v[k], &v[v[k].next], q, &at)))
             return rc;
     if ((rc = check_sporadic(c, "outliers", q->outlier_min_us, q->outlier_max_us, at.outliers)))
         return rc;
-    return check_sporadic(c, "power_state", q->power_min_us, q->power_max_us, at.power);
+    if ((rc = check_sporadic(c, "power_state", q->power_min_us, q->power_max_us, at.power)))
+        return rc;
+    return check_sporadic(c, "host_hold", q->hold_min_us, q->hold_max_us, at.hold);
 }
 
 int ts_model_params_parse_yaml(ts_model_params *p, const char *text, size_t len,

@@ -13,9 +13,11 @@ struct ts_sim {
     const ts_fabric *f;
     const ts_model *m;
     ts_rng rng;
+    uint64_t run_seed;
     double now_us;
     double control_rtt_us;   /* the round trip one gather/scatter step costs */
     int *link_flows;         /* per vertex: pairs of the current round using its uplink */
+    double *hold_us;         /* per vertex: what a node's scheduler holds it this round */
     double cpu_s;            /* CPU time spent inside the simulator */
 };
 
@@ -33,7 +35,8 @@ static double sim_now(ts_transport *t)
 
 /* One ping-pong sample: the round trip in µs, or a negative value if the probe was lost.
  * `extra_flows` is the sum over the path's links of (pairs on that link - 1). */
-static double sample_rtt(ts_sim *s, int va, int vb, const int *links, int nlinks, int extra_flows)
+static double sample_rtt(ts_sim *s, int va, int vb, const int *links, int nlinks, int extra_flows,
+                         double hold_us)
 {
     const ts_model *m = s->m;
     const ts_model_params *p = &m->p;
@@ -64,7 +67,7 @@ static double sample_rtt(ts_sim *s, int va, int vb, const int *links, int nlinks
     /* Ping-pong uses each link of its path in both directions, so every other pair on the
      * link is an extra flow in the same direction twice per round trip. */
     rtt += 2.0 * extra_flows * p->flow_penalty_us;
-    return rtt;
+    return rtt + hold_us;
 }
 
 typedef struct sim_probe_ctx {
@@ -72,12 +75,54 @@ typedef struct sim_probe_ctx {
     int va, vb;
     const int *links;
     int nlinks, extra_flows;
+    double hold_us;          /* both ends' holds this round */
 } sim_probe_ctx;
 
 static double sim_probe(void *ctx)
 {
     sim_probe_ctx *c = ctx;
-    return sample_rtt(c->s, c->va, c->vb, c->links, c->nlinks, c->extra_flows);
+    return sample_rtt(c->s, c->va, c->vb, c->links, c->nlinks, c->extra_flows, c->hold_us);
+}
+
+/* Node vertex v's hold in window w: its own stream of the run seed, so that every round of one
+ * window sees the same hold, whatever else was drawn between them. */
+static double window_hold(const ts_sim *s, int v, uint64_t w)
+{
+    const ts_model_params *p = &s->m->p;
+    ts_rng r;
+    ts_rng_seed_stream(&r, s->run_seed ^ (w + 1) * 0x9e3779b97f4a7c15ULL, 0x401du + (uint64_t)v);
+    return ts_rng_uniform(&r) < p->hold_prob ? ts_rng_range(&r, p->hold_min_us, p->hold_max_us) : 0;
+}
+
+/* The hosts of this round that their schedulers hold (host_hold): each node of the round
+ * draws once, whatever pairs it is in, and pays the same delay on every probe of the round.
+ * Drawn only when the term is on (per round: from the run's stream), so without it every run
+ * sees the samples it saw before the term existed. */
+static void draw_holds(ts_sim *s, const ts_pair *pairs, int npairs)
+{
+    const ts_model_params *p = &s->m->p;
+    if (p->hold_window_us > 0) {
+        uint64_t w = (uint64_t)(s->now_us / p->hold_window_us);
+        for (int i = 0; i < npairs; i++) {
+            int va = s->f->node_vertex[pairs[i].a], vb = s->f->node_vertex[pairs[i].b];
+            s->hold_us[va] = window_hold(s, va, w);
+            s->hold_us[vb] = window_hold(s, vb, w);
+        }
+        return;
+    }
+    for (int i = 0; i < npairs; i++) {
+        int v[2] = {s->f->node_vertex[pairs[i].a], s->f->node_vertex[pairs[i].b]};
+        for (int e = 0; e < 2; e++)
+            s->hold_us[v[e]] = -1;
+    }
+    for (int i = 0; i < npairs; i++) {
+        int v[2] = {s->f->node_vertex[pairs[i].a], s->f->node_vertex[pairs[i].b]};
+        for (int e = 0; e < 2; e++)
+            if (s->hold_us[v[e]] < 0)
+                s->hold_us[v[e]] = ts_rng_uniform(&s->rng) < p->hold_prob
+                                       ? ts_rng_range(&s->rng, p->hold_min_us, p->hold_max_us)
+                                       : 0;
+    }
 }
 
 static int sim_run_round(ts_transport *t, const ts_pair *pairs, int npairs, const ts_stop_rule *rule,
@@ -94,6 +139,9 @@ static int sim_run_round(ts_transport *t, const ts_pair *pairs, int npairs, cons
         for (int k = 0; k < n; k++)
             s->link_flows[links[k]]++;
     }
+    int holds = s->m->p.hold_prob > 0;
+    if (holds)
+        draw_holds(s, pairs, npairs);
     double start = s->now_us, longest = 0;
     for (int i = 0; i < npairs; i++) {
         int va = f->node_vertex[pairs[i].a], vb = f->node_vertex[pairs[i].b];
@@ -101,7 +149,7 @@ static int sim_run_round(ts_transport *t, const ts_pair *pairs, int npairs, cons
         int extra = 0;
         for (int k = 0; k < n; k++)
             extra += s->link_flows[links[k]] - 1;
-        sim_probe_ctx pc = {s, va, vb, links, n, extra};
+        sim_probe_ctx pc = {s, va, vb, links, n, extra, holds ? s->hold_us[va] + s->hold_us[vb] : 0};
         ts_sample_pair(rule, sim_probe, &pc, s->m->p.timeout_us, deadline_us - start, pairs[i].a,
                        pairs[i].b, &out[i]);
         if (out[i].time_us > longest)
@@ -162,13 +210,17 @@ int ts_sim_create(ts_sim **out, const ts_fabric *truth, const ts_model *model, u
     if (!s)
         return ts_fail(err, TS_ENOMEM, "out of memory");
     s->link_flows = calloc((size_t)truth->nvert, sizeof(int));
-    if (!s->link_flows) {
+    s->hold_us = calloc((size_t)truth->nvert, sizeof(double));
+    if (!s->link_flows || !s->hold_us) {
+        free(s->link_flows);
+        free(s->hold_us);
         free(s);
         return ts_fail(err, TS_ENOMEM, "out of memory");
     }
     s->f = truth;
     s->m = model;
     ts_rng_seed_stream(&s->rng, run_seed, 0x51u);
+    s->run_seed = run_seed;
     s->tp.ops = &sim_ops;
     s->tp.impl = s;
     s->tp.nnodes = truth->nnodes;
@@ -192,6 +244,7 @@ void ts_sim_free(ts_sim *s)
     if (!s)
         return;
     free(s->link_flows);
+    free(s->hold_us);
     free(s);
 }
 
@@ -215,5 +268,5 @@ double ts_sim_sample_once(ts_sim *s, int node_a, int node_b)
     int links[SIM_PATH_MAX];
     int va = s->f->node_vertex[node_a], vb = s->f->node_vertex[node_b];
     int n = ts_fabric_path_links(s->f, va, vb, links, SIM_PATH_MAX);
-    return sample_rtt(s, va, vb, links, n, 0);
+    return sample_rtt(s, va, vb, links, n, 0, 0);
 }

@@ -7,6 +7,8 @@
  *            + skewed jitter exp(ln(jitter_skew_median_us) + jitter_skew_sigma * Z')
  *            + with probability outlier_prob, U(outlier_min_us, outlier_max_us)
  *            + with probability power_prob, U(power_min_us, power_max_us)
+ *            + hold of a, + hold of b: per round, a host is held with probability hold_prob
+ *              and then pays U(hold_min_us, hold_max_us) on every probe of that round
  *            + flow_penalty_us for every extra concurrent flow on each directed link used
  *
  * Links may also have a rate (bandwidth_mbps, absent = unlimited). The simulator's probes are a
@@ -64,6 +66,12 @@ typedef struct ts_model_params {
     double outlier_prob, outlier_min_us, outlier_max_us;
     /* Probes that wake a core from a deep C-state: a per-probe probability and the added range */
     double power_prob, power_min_us, power_max_us;
+    /* A host held by its scheduler (descheduled agent, a busy core, interrupts): per round of
+     * probes (hold_window_us 0) or per window of hold_window_us of virtual time (a round belongs
+     * to the window it starts in), each host is held with probability hold_prob, and every probe
+     * it takes part in meanwhile pays the same U(hold_min_us, hold_max_us). Unlike the per-probe
+     * terms it survives a pair's minimum and moves all of a host's pairs of the round together. */
+    double hold_prob, hold_min_us, hold_max_us, hold_window_us;
     double loss_prob;              /* per probe, everywhere */
     double timeout_us;             /* cost of a lost probe */
     double flow_penalty_us;        /* per extra concurrent flow on a link, same direction */

@@ -157,6 +157,25 @@ static void test_profile_names(void)
        p.power_max_us == 20, "power_state.probability alone turns it on with the 5..20 us range");
     ts_model_params_free(&p);
 
+    /* host holds: off in every profile, a probability alone turns them on; min over max is
+     * judged after the file, at the mapping */
+    ts_model_params_profile(&p, "ethernet-udp", &err);
+    ok(p.hold_prob == 0 && p.hold_min_us == 10 && p.hold_max_us == 200 && p.hold_window_us == 0,
+       "host holds off, 10..200 us per round when turned on");
+    y = "host_hold: {probability: 0.03, window_us: 10000}\n";
+    is_int(ts_model_params_parse_yaml(&p, y, strlen(y), "y", &err), TS_OK, "host_hold parsed");
+    ok(p.hold_prob == 0.03 && p.hold_window_us == 10000 && p.hold_min_us == 10,
+       "host_hold.probability and window_us set, the range kept");
+    y = "host_hold: {max_us: 5}\n";
+    is_int(ts_model_params_parse_yaml(&p, y, strlen(y), "y", &err), TS_EINPUT, "host_hold max under min refused");
+    ok(strstr(err.text, "y:1:12:") && strstr(err.text, "host_hold"), "... at the mapping: %s", err.text);
+    y = "host_hold: {probability: 1.5}\n";
+    is_int(ts_model_params_parse_yaml(&p, y, strlen(y), "y", &err), TS_EINPUT, "host_hold probability over 1 refused");
+    y = "host_hold: {duration_us: 5}\n";
+    is_int(ts_model_params_parse_yaml(&p, y, strlen(y), "y", &err), TS_EINPUT, "host_hold: unknown key refused");
+    ok(strstr(err.text, "window_us") != NULL, "... naming the allowed keys: %s", err.text);
+    ts_model_params_free(&p);
+
     /* hand-built parameters get the same checks */
     ts_fabric f;
     ts_model m;

@@ -425,6 +425,54 @@ static void test_power_state(void)
     rig_free(&r);
 }
 
+/* Host holds (host_hold): a held host pays the same delay on every probe of its round, so the
+ * round's samples of a pair are all alike, and off by default; per round about 1 - (1 - p)^2 of
+ * a pair's rounds pay one, and with a window longer than the run every round pays the same. */
+static void test_host_hold(void)
+{
+    uint64_t seed = sweep_seed();
+    rig r;
+    rig_load(&r, "ideal-ethernet");
+    quiet(&r.p);
+    ts_pair pair = {0, 5};
+    ts_pair_stats st;
+    ts_stop_rule rule;
+    ts_stop_rule_default(&rule);
+    rule.min_samples = rule.max_samples = 3;
+    ts_error err;
+    int rounds = 4000;
+    for (int mode = 0; mode < 3; mode++) {
+        r.p.hold_prob = mode == 0 ? 0 : 0.2;
+        r.p.hold_window_us = mode == 2 ? 1e15 : 0;
+        rig_start(&r, seed, seed);
+        ts_transport *t = ts_sim_transport(r.s);
+        double base = ts_model_base_rtt(&r.m, &r.f, 0, 5), first = NAN;
+        int held = 0, alike = 1, same = 1;
+        for (int i = 0; i < rounds; i++) {
+            t->ops->run_round(t, &pair, 1, &rule, INFINITY, &st, &err);
+            double extra = st.min_us - base;
+            held += extra > 1e-9;
+            alike &= st.median_us - st.min_us < 1e-9;
+            if (i == 0)
+                first = extra;
+            same &= fabs(extra - first) < 1e-9;
+            alike &= extra < 1e-9 || (extra >= 10 - 1e-9 && extra <= 2 * 200 + 1e-9);
+        }
+        if (mode == 0) {
+            is_int(held, 0, "host holds off by default: no round pays one");
+        } else if (mode == 1) {
+            double want = 1 - 0.8 * 0.8;
+            is_num((double)held / rounds, want, 5 * sqrt(want * (1 - want) / rounds),
+                   "host holds per round: %d of %d rounds held a host of the pair", held, rounds);
+            ok(alike, "a held round's samples all pay the same hold, of 10..200 us a host");
+        } else {
+            ok(same, "a window longer than the run: every round pays the same (%g us)", first);
+        }
+        rig_stop(&r);
+    }
+    rig_free(&r);
+}
+
 int main(void)
 {
     test_formula("ethernet");
@@ -435,5 +483,6 @@ int main(void)
     test_published_shapes();
     test_host_offsets_static();
     test_power_state();
+    test_host_hold();
     return done_testing();
 }
