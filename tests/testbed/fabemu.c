@@ -440,8 +440,9 @@ static void enqueue(emu *e, int in, int out, const unsigned char *data, int len,
         return;
     }
     uint64_t due = t_in + (uint64_t)llround(e->pair_us[k] * 1000.0);
+    /* the ECN field matters only where a rate-limited queue may mark the frame */
     bool ect = false, mark = false;
-    int ecn_at = ecn_offset(data, len, &ect);
+    int ecn_at = e->shaped ? ecn_offset(data, len, &ect) : -1;
     int rc = e->shaped ? shaped_arrival(e, node_port_vertex(e, in), node_port_vertex(e, out),
                                         len, ect, t_in, &due, &mark)
                        : 0;
