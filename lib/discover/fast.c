@@ -74,8 +74,9 @@
 #define STAR_POWER 0.90      /* a star stands once a hidden level of the step that matters ... */
 #define STAR_STEP_SHARE 0.5  /* ... (this share of the smallest step split above it) would have
                               * failed it with this probability (star_resolution) */
-#define STAR_ROOT_SHARE 0.1  /* the top region's scale: this share of its median round trip
-                              * (settle_star) */
+#define LEVEL_STEP_FLOOR_US 0.4 /* the least one level adds to a round trip on any real
+                              * fabric: four traversals of the fastest published switch hop
+                              * (InfiniBand HDR/NDR, ~0.1 us; Ethernet's are 0.25-0.85 us) */
 #define STAR_CHILD 3         /* the children a hidden level is assumed to make: the smallest
                               * the gap test tells from chance (EDGE_MIN) */
 
@@ -1325,18 +1326,15 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
  * one that matters. Not finding a level is no proof of its absence; the star's resolution
  * (star_resolution) must be STAR_STEP_SHARE of the smallest step split above it in the same
  * job or finer: the fabric's own scale, as its levels are built of like links. The top region
- * has no split above it and nothing in its data gives a level's size: its scale is
- * STAR_ROOT_SHARE of its median round trip (a level adds to a round trip; the share keeps
- * 48 us steps on ~330 us round trips, the emulated cluster's, out of reach of a star that
- * could not see them, and lets quiet profiles' single-switch jobs stand). Until then the region
- * is measured again with twice the samples; a star still too coarse at F->kmax stands, but
- * unpowered: the result is partial, with the resolution as what could not be excluded. */
+ * has no split above it and nothing in its data gives a level's size: there the step that
+ * matters is the least any real fabric's level adds (LEVEL_STEP_FLOOR_US). Until then the
+ * region is measured again with twice the samples; a star still too coarse at F->kmax stands,
+ * but unpowered: the result is partial, with the resolution as what could not be excluded. */
 static void settle_star(fast *F, region *R, int *escalate)
 {
     double res = R->resolution_us;
-    double scale = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us
-                                         : STAR_ROOT_SHARE * R->level;
-    int powered = isnan(res) || res <= scale;   /* NAN: too small to hold a level it could see */
+    double matters = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us : LEVEL_STEP_FLOOR_US;
+    int powered = isnan(res) || res <= matters;   /* NAN: too small to hold a level it could see */
     if (!powered && F->k < F->kmax) {
         *escalate = 1;
         return;

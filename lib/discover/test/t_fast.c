@@ -431,20 +431,26 @@ static void test_star_power(void)
     ok(flat_measured == 0 && flat_unpowered > 0,
        "one switch under the same noise: %d/%d seeds measured, %d unpowered stars reported",
        flat_measured, seeds, flat_unpowered);
-    /* the least of 20 seeds: measured 100/100 on ethernet-udp and rdma; 87/100 on
-     * ideal-ethernet, whose resolution at the cap (2-3 us) is about the top region's scale (a
-     * tenth of its 26 us round trips), so some end partial; below 12 of 20 at 87 % has a
-     * chance under 1e-3 */
+    /* One switch on the quiet profiles: its tree is found on each, but it may be measured only
+     * where a level of 0.4 us (the least a real fabric's adds) would have shown: under verbs
+     * (rdma: measured in 100/100 seeds; below 18 of 20 has a chance under 1e-3); under kernel
+     * UDP only where the cap's samples resolved that much (ethernet-udp: a quarter of seeds),
+     * otherwise partial with the step it could miss. */
     const char *quiet[] = {"ethernet-udp", "rdma", "ideal-ethernet"};
-    const int least[] = {18, 18, 12};
+    const int least_measured[] = {0, 18, 0};
     for (size_t q = 0; q < sizeof quiet / sizeof *quiet; q++) {
-        int good = 0, n = 20;
+        int exact = 0, measured = 0, unsound = 0, n = 20;
         for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
             run r = simulate(&flat, quiet[q], 0, seed, 0);
-            good += r.rc == TS_OK && r.acc.tree_exact && !r.partial && r.nambiguous == 0 &&
-                    r.nunpowered == 0;
+            int m = r.rc == TS_OK && !r.partial && r.nambiguous == 0 && r.nunpowered == 0;
+            exact += r.rc == TS_OK && r.acc.tree_exact;
+            measured += m;
+            /* measured only where a level of 0.4 us would have shown */
+            unsound += m && !(r.star_resolution_us <= 0.4);
         }
-        ok(good >= least[q], "one switch, %s: a measured star in %d/%d seeds", quiet[q], good, n);
+        ok(exact == n && measured >= least_measured[q] && unsound == 0,
+           "one switch, %s: exact in %d/%d seeds, measured in %d, %d without the power they "
+           "claim", quiet[q], exact, n, measured, unsound);
     }
     ts_model_params_free(&noisy);
     ts_fabric_free(&pods);
