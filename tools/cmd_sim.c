@@ -316,6 +316,9 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
     fprintf(m, "shared_link_fp: %.6f\nshared_link_fn: %.6f\nqueries: %ld\n", acc->shared_link_fp,
             acc->shared_link_fn, acc->queries);
     fprintf(m, "merge_tolerance_us: %.4f\n", rep->tol_us);
+    /* a level step below the coarsest star's resolution could have been missed (fast) */
+    fprintf(m, "star_resolution_us: %.4f\nstars_unpowered: %d\n", rep->star_resolution_us,
+            rep->nunpowered);
     if (rep->reference != TS_NONE)
         fprintf(m, "reference_node: \"%s\"\n", truth->v[truth->node_vertex[rep->reference]].name);
     fprintf(m, "unmeasured_nodes: [");

@@ -71,6 +71,14 @@
 #define FIT_PASSES 2         /* offsets and cuts fitted in turn this many times per step */
 #define LOF_Z 3.1            /* a star's lack of fit is significant beyond this z (1e-3) */
 #define FLAT_MIN_LEAVES 8    /* a flat tree with this many leaf switches is checked (flat_tree) */
+#define STAR_POWER 0.90      /* a star stands once a hidden level of the step that matters ... */
+#define STAR_STEP_SHARE 0.5  /* ... (this share of the smallest step split above it) would have
+                              * failed it with this probability (star_resolution) */
+#define LEVEL_STEP_FLOOR_US 0.4 /* the least one level adds to a round trip on any real
+                              * fabric: four traversals of the fastest published switch hop
+                              * (InfiniBand HDR/NDR, ~0.1 us; Ethernet's are 0.25-0.85 us) */
+#define STAR_CHILD 3         /* the children a hidden level is assumed to make: the smallest
+                              * the gap test tells from chance (EDGE_MIN) */
 
 enum { OPEN, SPLIT, STAR, UNRESOLVED };
 
@@ -92,6 +100,10 @@ typedef struct region {
     double margin;          /* pairs one class would have put into its widest gap (gap_margin) */
     double threshold;       /* ... and the margin that is significant */
     double lof_z;           /* a small region without a gap: its lack of fit as a star */
+    double resolution_us;   /* ... and the step its test sees with probability STAR_POWER */
+    double scale_us;        /* the smallest step of the splits above it (INFINITY: none) */
+    int unpowered;          /* a star whose resolution stayed coarser than its scale */
+    double step_us;         /* a split one: its far class's median over its near class's */
     double group_z;         /* a split one: how far its children look grouped (group_children) */
     double vary_z;          /* ... and how far its pairs of children differ (child_pairs_vary) */
     int ungrouped;          /* split, but its children may group below it: unresolved */
@@ -141,6 +153,9 @@ typedef struct fast {
     int nambiguous, capambiguous;
     double min_gap_us;      /* the narrowest gap of an accepted split */
     double noise_us;        /* the widest spacing at the edge of a gap a split stood on */
+    double star_res_us;     /* the coarsest resolution of a star (star_resolution) */
+    int nunpowered;         /* stars without the power to see the step that matters ... */
+    double unpowered_us;    /* ... and the coarsest of their resolutions */
 } fast;
 
 /* Two arrays that grow together (the addresses of the caller's pointers, of any element
@@ -268,7 +283,7 @@ static int clear_separations(fast *F)
 
 /* ---- regions of one depth ---- */
 
-static int new_region(fast *F, int vert)
+static int new_region(fast *F, int vert, double scale_us)
 {
     if (F->nreg == F->capreg) {
         int cap = F->capreg ? 2 * F->capreg : 16;
@@ -283,6 +298,8 @@ static int new_region(fast *F, int vert)
     r->vert = vert;
     r->state = OPEN;
     r->level = NAN;
+    r->resolution_us = NAN;
+    r->scale_us = scale_us;
     return F->nreg++;
 }
 
@@ -843,6 +860,13 @@ static level_gap find_level_gap(const fast *F, walk *W, const int *mem, int nmem
 
 /* ---- step 4: decide ---- */
 
+/* What level_lack_of_fit measured besides its z score: what its power depends on. */
+typedef struct star_fit {
+    double pure;            /* one measurement's noise (robust sd), us */
+    double se;              /* the z score's standard error (its log variance ratio's) */
+    double wbar;            /* measurements behind a pair's mean, on the deviations' scale */
+} star_fit;
+
 /* Whether the pairs of a region without a gap fit a star: each pair's mean against the model
  * mean = o[a] + o[b] (every host its own offset, fitted here, weighted by the pair's count of
  * measurements), with the noise measured by the pairs measured twice (pure error: the
@@ -850,8 +874,10 @@ static level_gap find_level_gap(const fast *F, walk *W, const int *mem, int nmem
  * noise leaves structure a star cannot fit. Returns
  * the lack of fit as a z score of the log variance ratio (NAN when it cannot be told); x lists
  * the region's measurements in pair order (region_residuals). */
-static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *x, long m)
+static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *x, long m,
+                                star_fit *sf)
 {
+    *sf = (star_fit){NAN, NAN, NAN};
     double *o = calloc((size_t)nmem, sizeof(double)), *pm = malloc(sizeof(double) * (size_t)(m + 1));
     int *pa = malloc(sizeof(int) * (size_t)(3 * m + 3));
     double *num = calloc((size_t)nmem, sizeof(double)), *den = calloc((size_t)nmem, sizeof(double));
@@ -900,14 +926,18 @@ static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *
             if (den[i] > 0)
                 o[i] = 0.5 * (o[i] + num[i] / den[i]);
     }
-    for (long q = 0; q < P; q++)    /* on one measurement's scale */
+    double rootw = 0;
+    for (long q = 0; q < P; q++) {  /* on one measurement's scale */
         dev[q] = fabs(pm[q] - o[pa[3 * q]] - o[pa[3 * q + 1]]) * sqrt((double)pa[3 * q + 2]);
+        rootw += sqrt((double)pa[3 * q + 2]) / (double)P;
+    }
     /* a fit's residuals are smaller than its errors by sqrt(dof / P) */
     double dof = (double)(P - nmem);
     double fit = 1.4826 * ts_median(dev, (int)P) * sqrt((double)P / dof);
     double ratio = (fit * fit) / (pure * pure);
+    *sf = (star_fit){pure, sqrt(2 / dof + 2 / (double)Prep), rootw * rootw};
     if (ratio > 0)
-        z = log(ratio) / sqrt(2 / dof + 2 / (double)Prep);
+        z = log(ratio) / sf->se;
 out:
     free(o);
     free(pm);
@@ -916,6 +946,54 @@ out:
     free(den);
     free(dev);
     return z;
+}
+
+/* The median of |X|, X a pair's deviation from a star's fit in noise units when a share p of
+ * the pairs sits s lower than the rest (a hidden level: its near pairs; the offsets take the
+ * mean, so near pairs sit at -s (1 - p), far ones at s p), the noise standard normal. */
+static double abs_mixture_median(double p, double s)
+{
+    double lo = 0, hi = s + 10, a = s * (1 - p), b = s * p;
+    for (int it = 0; it < 60; it++) {
+        double t = 0.5 * (lo + hi);
+        double below = p * 0.5 * (erfc(-(t + a) / M_SQRT2) - erfc(-(a - t) / M_SQRT2)) +
+                       (1 - p) * 0.5 * (erfc(-(t - b) / M_SQRT2) - erfc((t + b) / M_SQRT2));
+        if (below < 0.5)
+            lo = t;
+        else
+            hi = t;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* A star's resolution: the level step, us, that level_lack_of_fit would have found with
+ * probability STAR_POWER in these data, had the region's nodes hung below it in children of
+ * STAR_CHILD (the least a gap shows; a level of bigger children shows more). Its z score is
+ * about normal with the standard error sf->se around the log ratio of the fit's robust scale
+ * (1.4826 x the median |deviation|, the median of the mixture above) to the noise's. A region
+ * too small for two such children returns NAN (below the method's floor: EDGE_MIN); one whose
+ * noise could not be measured, INFINITY. */
+static double star_resolution(int nmem, const star_fit *sf)
+{
+    if (nmem < 2 * STAR_CHILD)
+        return NAN;
+    if (!(sf->pure > 0) || !isfinite(sf->se) || !(sf->wbar > 0))
+        return INFINITY;
+    double c = STAR_CHILD, rest = nmem % STAR_CHILD;
+    double near = floor(nmem / c) * c * (c - 1) / 2 + rest * (rest - 1) / 2;
+    double p = near / (0.5 * nmem * (nmem - 1));
+    double need = (LOF_Z + ts_normal_quantile(STAR_POWER)) * sf->se;
+    double lo = 0, hi = 1;
+    while (2 * log(1.4826 * abs_mixture_median(p, hi)) < need && hi < 1e6)
+        hi *= 2;
+    for (int it = 0; it < 50; it++) {
+        double s = 0.5 * (lo + hi);
+        if (2 * log(1.4826 * abs_mixture_median(p, s)) < need)
+            lo = s;
+        else
+            hi = s;
+    }
+    return hi * sf->pure / sqrt(sf->wbar);
 }
 
 typedef struct keyed_resid {
@@ -1222,8 +1300,16 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
      * between its fragments fit one level? (a star's pairs, or the far class whose children
      * might group into switches of their own) */
     R->lof_z = R->group_z = NAN;
-    if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX && R->tour >= tournament_proof(nmem))
-        R->lof_z = level_lack_of_fit(F, mem, nmem, x, m);
+    R->resolution_us = NAN;
+    if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX && R->tour >= tournament_proof(nmem)) {
+        star_fit sf;
+        R->lof_z = level_lack_of_fit(F, mem, nmem, x, m, &sf);
+        R->resolution_us = star_resolution(nmem, &sf);
+    }
+    /* a split's step: its far class's median residual over its near class's (the scale a
+     * star below it must resolve) */
+    if (R->has_cut)
+        R->step_us = y[g.k + g.t + (np - g.k - g.t) / 2].r - y[g.k / 2].r;
     /* (small regions only: in a big one the rounds' load, shared by the pairs of one round,
      * sets pairs of children apart by more than the pairs within them vary) */
     R->grouped = 0;
@@ -1234,6 +1320,36 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
                                : child_pairs_vary(F, y + g.k + g.t, np - g.k - g.t, g.far_hi);
     }
     return rc;
+}
+
+/* A small region whose tournaments show no level: a star only once the data could have shown
+ * one that matters. Not finding a level is no proof of its absence; the star's resolution
+ * (star_resolution) must be STAR_STEP_SHARE of the smallest step split above it in the same
+ * job or finer: the fabric's own scale, as its levels are built of like links. The top region
+ * has no split above it and nothing in its data gives a level's size: there the step that
+ * matters is the least any real fabric's level adds (LEVEL_STEP_FLOOR_US). Until then the
+ * region is measured again with twice the samples; a star still too coarse at F->kmax stands,
+ * but unpowered: the result is partial, with the resolution as what could not be excluded. */
+static void settle_star(fast *F, region *R, int *escalate)
+{
+    double res = R->resolution_us;
+    double matters = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us : LEVEL_STEP_FLOOR_US;
+    int powered = isnan(res) || res <= matters;   /* NAN: too small to hold a level it could see */
+    if (!powered && F->k < F->kmax) {
+        *escalate = 1;
+        return;
+    }
+    R->state = STAR;
+    R->unpowered = !powered;
+    if (!isnan(res)) {
+        if (!(res <= F->star_res_us))
+            F->star_res_us = res;
+        if (!powered) {
+            F->nunpowered++;
+            if (!(res <= F->unpowered_us))
+                F->unpowered_us = res;
+        }
+    }
 }
 
 /* The region's state after its decision: split, a star, unresolved or still open. */
@@ -1270,8 +1386,10 @@ static void settle_region(fast *F, region *R, int *escalate)
     if (!seen)
         return;
     int unsure = small ? R->lof_z > LOF_Z : R->margin >= 0.5 * R->threshold;
-    if (!unsure)
-        R->state = small ? STAR : UNRESOLVED;   /* big: no level shows at all */
+    if (!unsure && small)
+        settle_star(F, R, escalate);
+    else if (!unsure)
+        R->state = UNRESOLVED;                  /* big: no level shows at all */
     else if (F->k >= F->kmax)
         R->state = UNRESOLVED;
     else
@@ -1440,6 +1558,7 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
     const region *R = &F->R[ri];
     double h = region_height(R);
     int split = R->state == SPLIT, grouped = split && R->grouped, vert = R->vert;
+    double scale = split && R->step_us < R->scale_us ? R->step_us : R->scale_us;
     if ((R->state == UNRESOLVED || R->ungrouped) && nmem > 0 &&
         note_unresolved(F, mem[0]) != TS_OK)
         return TS_ENOMEM;
@@ -1472,7 +1591,7 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
         if (child[rt] < 0) {
             /* the child switch sits about one level below: its height is learnt next depth */
             int v = ts_utree_add(F->t, parent, 0.1 * h, TS_NONE);
-            int nr = v < 0 ? -1 : new_region(F, v);
+            int nr = v < 0 ? -1 : new_region(F, v, scale);
             if (nr < 0)
                 return TS_ENOMEM;
             child[rt] = nr;
@@ -1515,7 +1634,7 @@ static int fast_run(fast *F)
         goto out;
     }
     int root = ts_utree_add(F->t, TS_NONE, 0, TS_NONE);
-    if (root < 0 || new_region(F, root) < 0) {
+    if (root < 0 || new_region(F, root, INFINITY) < 0) {
         rc = TS_ENOMEM;
         goto out;
     }
@@ -1700,6 +1819,9 @@ static int report_outcome(fast *F, ts_infer_report *rep, int replaced)
     F->ambiguous = NULL;
     rep->tol_us = isfinite(F->min_gap_us) ? F->min_gap_us : 0;
     rep->noise_us = F->noise_us;
+    rep->star_resolution_us = F->star_res_us;
+    rep->nunpowered = F->nunpowered;
+    rep->unpowered_us = F->unpowered_us;
     rep->reference = 0;
     return TS_OK;
 }

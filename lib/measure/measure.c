@@ -143,6 +143,14 @@ const char *ts_measure_verdict(const ts_measure *m, char *why, size_t max)
                  m->rep.nambiguous == 1 ? "" : "es");
         return "partial";
     }
+    if (m->rep.nunpowered > 0) {
+        /* no level showed there, but the data could not have shown the one that matters: the
+         * switch stays one (coarser, not proven) */
+        snprintf(why, max, "the tree is uncertain: %d switch%s without children where no level "
+                 "was seen; a step below %.1f us cannot be excluded at 90 %%", m->rep.nunpowered,
+                 m->rep.nunpowered == 1 ? "" : "es", m->rep.unpowered_us);
+        return "partial";
+    }
     char first[256];
     int n = implausible_links(m, first, sizeof first);
     if (n == 0)

@@ -31,6 +31,13 @@ typedef struct ts_infer_report {
     int nambiguous;          /* switches whose children could not be told apart: kept as one */
     int *ambiguous;          /* one node hanging from each (malloc'd), naming the switch */
     int rechecked;           /* pairs measured again because a split rested on them alone */
+    /* Switches found without children (stars; the fast method): a level step the data could
+     * have missed with probability 10 % at most is below the coarsest resolution, us (0: no
+     * star resolved one). Unpowered stars were still coarser than the step that matters: a
+     * level below unpowered_us (their coarsest) cannot be excluded; the result is partial. */
+    double star_resolution_us;
+    int nunpowered;
+    double unpowered_us;
 } ts_infer_report;
 
 void ts_infer_report_free(ts_infer_report *r);

@@ -16,6 +16,8 @@ typedef struct run {
     ts_probe_counters count;
     int partial, nunmeasured, nodes_in_tree;
     int nambiguous, ambiguous_nodes;   /* ambiguous switches; nodes below the first */
+    int nunpowered;                    /* stars too coarse for the step that matters */
+    double star_resolution_us;
     double tol_us, budget_used_us, budget_us;
 } run;
 
@@ -82,6 +84,8 @@ static run simulate_method_params(discover_fn discover, const char *what, ts_fab
         r.partial = e.partial;
         r.nunmeasured = rep.nunmeasured;
         r.nambiguous = rep.nambiguous;
+        r.nunpowered = rep.nunpowered;
+        r.star_resolution_us = rep.star_resolution_us;
         r.ambiguous_nodes = rep.nambiguous ? siblings_of(&t, rep.ambiguous[0]) : 0;
         r.tol_us = rep.tol_us;
         r.nodes_in_tree = tree_nodes(&t);
