@@ -28,7 +28,7 @@ BUDGET=5000          # ms, the healthy runs
 FAULT_BUDGET=3000    # ms, the runs where something is broken
 GRACE=200            # ms the issue allows past the budget
 
-tb_tap_begin 51 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
+tb_tap_begin 53 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
 command -v python3 >/dev/null || bail_out "python3 is needed to forge datagrams"
 
 # ---- 8 nodes ------------------------------------------------------------------------------------
@@ -288,10 +288,12 @@ done
 
 # ---- 16 nodes, 3 levels, 12 us per link: real networks' signal-to-noise -------------------------
 # A level step of 48 us against the emulated stacks' jitter of tens of us (the ratio of kernel
-# UDP on a real Ethernet fabric). Ten jobs with a 3 s budget: every agent within its budget.
-# Most jobs are "partial" here (the pods' grouping does not reach significance; the reason is
-# printed), and the counts of exact trees and of wrong trees reported "measured" are printed
-# with the leader's time.
+# UDP on a real Ethernet fabric). Ten jobs with a 3 s budget (issue 20's bar): every agent
+# within its budget, the tree exact in at least 9 of 10 jobs, and never a wrong tree reported
+# "measured". Most jobs are "partial" here (the pods' grouping does not reach significance;
+# the reason is printed). How often this fails a working build: exact in 60 of 60 jobs, none
+# wrong and measured, over 6 runs on a quiet machine (4 of them back to back, one in make
+# check); before stars carried their resolution, 0-2 of 10 jobs were wrong and measured.
 LOWSNR=$REPO/tests/data/agents/lowsnr-params.yaml
 PARAMS_DEMO=$PARAMS
 PARAMS=$LOWSNR      # compare (agents.sh) reads the emulator's delays from $PARAMS
@@ -312,12 +314,11 @@ for j in $(seq 1 10); do
   echo "# 12 us job $job: exact ${e:-?}, status $st, leader $(field "$d/status.yaml" leader_ms) ms$( \
     [ "$st" = measured ] || echo ", $(field "$d/status.yaml" reason)")"
 done
-# How often the tree is exact, and how often a wrong one is reported "measured", are counted,
-# not asserted: both vary too much from run to run here yet (exact 8-10 of 10 on a quiet
-# machine, fewer under load; wrong and measured 0-2 of 10: issue 20's open point).
-echo "# 12 us per link: the tree exact in $exact of 10 jobs; $wrong reported a wrong tree as measured"
 [ $late -eq 0 ]
 ok $? "12 us per link: every agent within budget ($late late)"
+[ $exact -ge 9 ]
+ok $? "12 us per link: the tree exact in $exact of 10 jobs (at least 9)"
+ok $wrong "12 us per link: no wrong tree reported measured ($wrong of 10)"
 PARAMS=$PARAMS_DEMO
 
 # ---- bad options name the fix -------------------------------------------------------------------
