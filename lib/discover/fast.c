@@ -68,7 +68,8 @@
 #define SCAN_LIMIT 64        /* partner fragments a test is looked for among, at most */
 #define CUT_CANDIDATES 8     /* widest consistent gaps whose margins are computed */
 #define OFFSET_SWEEPS 3      /* Gauss-Seidel sweeps of the offset fit per decision */
-#define FIT_PASSES 2         /* offsets and cuts fitted in turn this many times per step */
+#define FIT_PASSES 2         /* offsets and cuts fitted in turn this many times per step
+                              * (one for a big region with a cut: decide_depth) */
 #define LOF_Z 3.1            /* a star's lack of fit is significant beyond this z (1e-3) */
 #define FLAT_MIN_LEAVES 8    /* a flat tree with this many leaf switches is checked (flat_tree) */
 #define STAR_POWER 0.90      /* a star stands once a hidden level of the step that matters ... */
@@ -96,7 +97,7 @@ typedef struct region {
     int rounds;             /* rounds at the current samples per pair */
     int tour;               /* tournament rounds run (a region without a gap) */
     int has_cut;
-    double far_lo, far_hi;  /* residual band of the far class */
+    double far_lo, far_hi;  /* residual band of the far class, as the last decision found it */
     double margin;          /* pairs one class would have put into its widest gap (gap_margin) */
     double threshold;       /* ... and the margin that is significant */
     double lof_z;           /* a small region without a gap: its lack of fit as a star */
@@ -1233,12 +1234,26 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
     return TS_OK;
 }
 
+/* Whether the region takes one decision pass a batch, not FIT_PASSES. The pass before the
+ * last only classifies the pairs for the next offset fit; a big region whose last decision
+ * found a cut already has its pairs classified but for the batch's new ones, a few percent of
+ * them, which classify_batch puts into classes by the band that cut left (on the offsets of the
+ * last fit, a batch's measurements fewer than the next). Its pairs' residuals are then sorted
+ * and searched once a batch rather than twice, and the offsets fitted once, where a big
+ * region's hundreds of thousands of pairs made the second pass most of the method's time. A
+ * small region (a tournament, the tests of its children) keeps both passes: a batch there
+ * adds a large share of its pairs. */
+static int one_pass(const region *R)
+{
+    return R->has_cut && R->nmem > STAR_PROOF_MAX;
+}
+
 static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
 {
     region *R = &F->R[W->first + r];
     const int *mem = W->order + W->rstart[r];
     int nmem = W->rstart[r + 1] - W->rstart[r], ri = W->first + r;
-    if (R->state != OPEN)
+    if (R->state != OPEN || (!last_pass && one_pass(R)))
         return TS_OK;
     resid *x;
     pair_resid *y;
@@ -1255,6 +1270,8 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     for (int i = 0; i < nmem; i++)
         F->uf[mem[i]] = mem[i];
     R->has_cut = g.significant;
+    R->far_lo = g.far_lo;
+    R->far_hi = g.far_hi;
     R->margin = g.margin;
     R->threshold = g.threshold;
     R->gap_us = g.gap_us;
@@ -1463,7 +1480,30 @@ static int update_region_index(const fast *F, walk *W)
     return TS_OK;
 }
 
-static int decide_depth(fast *F, walk *W)
+/* The measurements F->M[batch_first, nm) of the regions that take one pass (one_pass) into
+ * their class by the band of the last decision, on the offsets of the last fit: inside the
+ * far class's band they are the region's class, below it near (a child's) or in the gap, above
+ * it outliers; the latter leave the fit as the decision would have them leave. Returns whether
+ * some open region still takes both passes. */
+static int classify_batch(fast *F, const walk *W, long batch_first)
+{
+    int two_passes = 0;
+    for (int r = W->first; r < W->last; r++)
+        two_passes |= F->R[r].state == OPEN && !one_pass(&F->R[r]);
+    for (long j = batch_first; j < F->nm; j++) {
+        const meas *q = &F->M[j];
+        if (q->reg < W->first || q->reg >= W->last)
+            continue;
+        const region *R = &F->R[q->reg];
+        if (R->state != OPEN || !one_pass(R))
+            continue;
+        double x = q->v - F->off[q->a] - F->off[q->b];
+        F->obs[j].cls = x >= R->far_lo && x <= R->far_hi ? q->reg : -1;
+    }
+    return two_passes;
+}
+
+static int decide_depth(fast *F, walk *W, long batch_first)
 {
     int nr = W->last - W->first, rc = TS_OK, escalate = 0;
     forest K = {malloc(sizeof(int) * (size_t)F->n), malloc(sizeof(int) * (size_t)F->n)};
@@ -1471,7 +1511,9 @@ static int decide_depth(fast *F, walk *W)
         rc = TS_ENOMEM;
     if (rc == TS_OK)
         rc = update_region_index(F, W);
-    for (int pass = 0; pass < FIT_PASSES && rc == TS_OK; pass++) {
+    /* the pass that only classifies is needed while some region has no cut to classify by */
+    int first_pass = rc == TS_OK && !classify_batch(F, W, batch_first) ? FIT_PASSES - 1 : 0;
+    for (int pass = first_pass; pass < FIT_PASSES && rc == TS_OK; pass++) {
         rc = fit_offsets(F, F->depth_first_meas);
         if (rc == TS_OK)
             rc = clear_separations(F);
@@ -1519,10 +1561,11 @@ static int run_depth(fast *F, walk *W)
             rc = plan_region(F, W, r, &active);
         if (rc != TS_OK || !active)
             return rc;
+        long batch_first = F->nm;
         if ((rc = measure_batch(F, W)) != TS_OK)
             return rc;
         group_by_region(F, W);
-        if ((rc = decide_depth(F, W)) != TS_OK)
+        if ((rc = decide_depth(F, W, batch_first)) != TS_OK)
             return rc;
     }
 }
