@@ -67,7 +67,8 @@
 #define STRAGGLERS 2         /* ... or that sit inside the gap, neither near nor far */
 #define SCAN_LIMIT 64        /* partner fragments a test is looked for among, at most */
 #define CUT_CANDIDATES 8     /* widest consistent gaps whose margins are computed */
-#define OFFSET_SWEEPS 3      /* Gauss-Seidel sweeps of the offset fit per decision */
+#define OFFSET_SWEEPS 3      /* Gauss-Seidel sweeps of the offset fit per decision (one when
+                              * it carries on from the last batch's: decide_depth) */
 #define FIT_PASSES 2         /* offsets and cuts fitted in turn this many times per step
                               * (one for a big region with a cut: decide_depth) */
 #define LOF_Z 3.1            /* a star's lack of fit is significant beyond this z (1e-3) */
@@ -540,11 +541,12 @@ static int measure_batch(fast *F, walk *W)
 
 /* The offsets on this depth's measurements (from index first on in F->M), the fit of the
  * earlier depths carried as a prior (F->prior, F->prior_w; none at the top): a depth refits
- * only what it measured, not every pair since the start. */
-static int fit_offsets(fast *F, long first)
+ * only what it measured, not every pair since the start. The fit starts from the last one's
+ * offsets and runs the given number of Gauss-Seidel sweeps (decide_depth). */
+static int fit_offsets(fast *F, long first, int sweeps)
 {
     if (ts_fit_host_offsets(F->n, F->obs + first, F->nm - first, F->nreg, F->off, NULL,
-                            OFFSET_SWEEPS, F->depth > 0 ? F->prior : NULL, F->prior_w,
+                            sweeps, F->depth > 0 ? F->prior : NULL, F->prior_w,
                             F->weight) != 0)
         return TS_ENOMEM;
     return TS_OK;
@@ -1514,7 +1516,14 @@ static int decide_depth(fast *F, walk *W, long batch_first)
     /* the pass that only classifies is needed while some region has no cut to classify by */
     int first_pass = rc == TS_OK && !classify_batch(F, W, batch_first) ? FIT_PASSES - 1 : 0;
     for (int pass = first_pass; pass < FIT_PASSES && rc == TS_OK; pass++) {
-        rc = fit_offsets(F, F->depth_first_meas);
+        /* A batch of one pass refits offsets the last batch fitted already on every
+         * equation but this batch's: one sweep moves each offset by what its new equations
+         * say, and the sweeps carry on from batch to batch as the measurements come (an
+         * incremental fit, warm-started), so the offsets behind many batches have had as many
+         * sweeps. A batch with a region still without a cut (a depth's first batches, a
+         * region starting over with more samples) refits from further off: all
+         * OFFSET_SWEEPS. */
+        rc = fit_offsets(F, F->depth_first_meas, first_pass ? 1 : OFFSET_SWEEPS);
         if (rc == TS_OK)
             rc = clear_separations(F);
         for (int r = 0; r < nr && rc == TS_OK; r++)
