@@ -1306,6 +1306,10 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
         int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
         if (fa == fb || y[i].r > g.far_hi)
             continue;
+        /* a fragment already apart from every other one has this pair in F->sep: no look-up
+         * (most far pairs, once the fragments are few) */
+        if (F->apart[fa] >= R->nfrag - 1 || F->apart[fb] >= R->nfrag - 1)
+            continue;
         /* a pair measured twice (a tournament's second half) is a second opinion of itself */
         for (long e = 0; e < y[i].n && e < 2 && rc == TS_OK; e++) {
             int added = add_separation(F, fa, fb);
