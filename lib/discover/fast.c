@@ -359,7 +359,7 @@ typedef struct walk {
     int np[BATCH];
     ts_pair_stats *st;
     region_index ix;        /* this depth's measurements by region and pair */
-    scratch resids, pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_longs;
+    scratch pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_longs;
                             /* (region_residuals, sort_pair_resid, find_level_gap) */
 } walk;
 
@@ -554,17 +554,10 @@ static int fit_offsets(fast *F, long first, int sweeps)
 
 /* ---- step 3: the level gap ---- */
 
-typedef struct resid {
-    double r;
-    long j;                 /* index into F->M */
-    uint64_t key;           /* its pair (pair_key) ... */
-    int a, b;               /* ... as F->M[j] has it */
-} resid;
-
 typedef struct pair_resid {
     double r;               /* the mean residual of the pair's measurements */
     long j;                 /* index into F->M of its first measurement */
-    long first, n;          /* its measurements in the pair-ordered list */
+    uint32_t first, n;      /* its measurements in the region's index (region_residuals) */
     int a, b;               /* the pair (as in F->M: the decisions read them in residual order) */
 } pair_resid;
 
@@ -876,9 +869,10 @@ typedef struct star_fit {
  * difference of two measurements of one pair), both as robust scales. A level hidden in the
  * noise leaves structure a star cannot fit. Returns
  * the lack of fit as a z score of the log variance ratio (NAN when it cannot be told); x lists
- * the region's measurements in pair order (region_residuals). */
-static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *x, long m,
-                                star_fit *sf)
+ * the region's measurements in pair order (region_residuals), pairs with a dead node left out
+ * here. */
+static double level_lack_of_fit(fast *F, const int *mem, int nmem, const indexed_meas *x,
+                                long m, star_fit *sf)
 {
     *sf = (star_fit){NAN, NAN, NAN};
     double *o = calloc((size_t)nmem, sizeof(double)), *pm = malloc(sizeof(double) * (size_t)(m + 1));
@@ -896,7 +890,7 @@ static double level_lack_of_fit(fast *F, const int *mem, int nmem, const resid *
         long e = j + 1;
         while (e < m && x[e].key == x[j].key)
             e++;
-        if (ts_uf_find(F->uf, u->a) != ts_uf_find(F->uf, u->b)) {
+        if (!F->dead[u->a] && !F->dead[u->b] && ts_uf_find(F->uf, u->a) != ts_uf_find(F->uf, u->b)) {
             const meas *w = &F->M[x[j + (e > j + 1)].j];
             pm[P] = 0.5 * (u->v + w->v);
             pa[3 * P] = F->local[u->a];
@@ -1158,31 +1152,30 @@ out:
     return best;
 }
 
-/* The region's measurements at the current samples per pair, grouped by pair (x, in pair
- * order), and one residual per pair, their mean, in residual order (y; y[i].j is the index
- * in x of the pair's first measurement, y[i].n their count): the gap is looked for among
- * pairs, a pair measured twice (tournaments) counting once. */
-static int region_residuals(fast *F, walk *W, int r, resid **xp, long *mp,
+/* The region's measurements at the current samples per pair are its index's, grouped by pair
+ * (*atp, *mp of them); one residual per pair, their mean, in residual order (y; y[i].first is
+ * the position in *atp of the pair's first measurement, y[i].n their count, a pair with a
+ * node that died left out): the gap is looked for among pairs, a pair measured twice
+ * (tournaments) counting once. The residuals are summed straight from the index: a copy of
+ * every measurement's was written and read again for each decision. */
+static int region_residuals(fast *F, walk *W, int r, const indexed_meas **atp, long *mp,
                             pair_resid **yp, long *np)
 {
     const indexed_meas *at = W->ix.at + W->ix.start[r];
-    long m = 0, n = 0, cnt = W->ix.start[r + 1] - W->ix.start[r];
-    resid *x = scratch_get(&W->resids, sizeof *x * (size_t)(cnt + 1));
+    long n = 0, cnt = W->ix.start[r + 1] - W->ix.start[r];
     pair_resid *y = scratch_get(&W->pairs_by_resid, sizeof *y * (size_t)(cnt + 1));
-    if (!x || !y)
+    if (!y)
         return TS_ENOMEM;
-    /* in pair order already (the index's) */
-    for (long i = 0; i < cnt; i++)
-        if (!F->dead[at[i].a] && !F->dead[at[i].b])
-            x[m++] = (resid){at[i].v - F->off[at[i].a] - F->off[at[i].b], at[i].j, at[i].key,
-                             at[i].a, at[i].b};
-    for (long j = 0; j < m; n++) {
-        long e = j;
+    if (cnt > (long)UINT32_MAX)
+        return TS_ENOMEM;       /* (positions are 32 bits: billions of pairs in one region) */
+    for (long j = 0, e; j < cnt; j = e) {
         double sum = 0;
-        while (e < m && x[e].key == x[j].key)
-            sum += x[e++].r;
-        y[n] = (pair_resid){sum / (double)(e - j), x[j].j, j, e - j, x[j].a, x[j].b};
-        j = e;
+        for (e = j; e < cnt && at[e].key == at[j].key; e++)
+            sum += at[e].v - F->off[at[e].a] - F->off[at[e].b];
+        if (F->dead[at[j].a] || F->dead[at[j].b])
+            continue;
+        y[n++] = (pair_resid){sum / (double)(e - j), at[j].j, (uint32_t)j, (uint32_t)(e - j),
+                              at[j].a, at[j].b};
     }
     pair_resid *sorted;
     if (sort_pair_resid(W, y, n, &sorted) != TS_OK)
@@ -1193,8 +1186,8 @@ static int region_residuals(fast *F, walk *W, int r, resid **xp, long *mp,
         W->sort_out = t;
         y = sorted;
     }
-    *xp = x;
-    *mp = m;
+    *atp = at;
+    *mp = cnt;
     *yp = y;
     *np = n;
     return TS_OK;
@@ -1257,11 +1250,11 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     int nmem = W->rstart[r + 1] - W->rstart[r], ri = W->first + r;
     if (R->state != OPEN || (!last_pass && one_pass(R)))
         return TS_OK;
-    resid *x;
+    const indexed_meas *x;
     pair_resid *y;
     long m, np;
     if (region_residuals(F, W, r, &x, &m, &y, &np) != TS_OK)
-        return TS_ENOMEM;     /* (x and y are W's scratch) */
+        return TS_ENOMEM;     /* (y is W's scratch) */
     level_gap g = find_level_gap(F, W, mem, nmem, y, np);
     /* a region in its first tournament looks at its pairs once a batch: each look before
      * every pair has met spends a share of FALSE_SPLIT (Bonferroni over the looks) */
@@ -1283,7 +1276,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     for (long i = 0; i < np; i++) {
         int cls = !g.significant ? ri : i < g.k + g.t || y[i].r > g.far_hi ? -1 : ri;
         F->obs[y[i].j].cls = cls;   /* (the first; x has the others, when measured again) */
-        for (long e = y[i].first + 1; e < y[i].first + y[i].n; e++)
+        for (long e = (long)y[i].first + 1; e < (long)y[i].first + (long)y[i].n; e++)
             F->obs[x[e].j].cls = cls;
     }
     R->level = np > 0 ? F->M[y[g.k + g.t + (np - g.k - g.t) / 2].j].v : NAN;
@@ -1723,7 +1716,7 @@ static int fast_run(fast *F)
         F->depth++;
     }
 out:
-    scratch *buffers[] = {&W.resids,   &W.pairs_by_resid, &W.sort_keys,  &W.sort_tmp,
+    scratch *buffers[] = {&W.pairs_by_resid, &W.sort_keys,  &W.sort_tmp,
                           &W.sort_out, &W.gap,            &W.join_ints, &W.join_longs};
     for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
         free(buffers[i]->p);
