@@ -143,6 +143,7 @@ typedef struct fast {
     double *off;            /* host offsets, us */
     double *weight;         /* ... the weight of the equations behind each */
     double *prior, *prior_w; /* ... and both as the earlier depths left them */
+    ts_offset_work offset_work; /* the fit's buffers, kept from fit to fit */
     int depth;              /* depths done */
     long depth_first_meas;  /* the current depth's measurements are F->M[this, nm) */
     int *uf;                /* fragments: union-find over nodes */
@@ -545,9 +546,9 @@ static int measure_batch(fast *F, walk *W)
  * offsets and runs the given number of Gauss-Seidel sweeps (decide_depth). */
 static int fit_offsets(fast *F, long first, int sweeps)
 {
-    if (ts_fit_host_offsets(F->n, F->obs + first, F->nm - first, F->nreg, F->off, NULL,
-                            sweeps, F->depth > 0 ? F->prior : NULL, F->prior_w,
-                            F->weight) != 0)
+    if (ts_fit_host_offsets_work(F->n, F->obs + first, F->nm - first, F->nreg, F->off, NULL,
+                                 sweeps, F->depth > 0 ? F->prior : NULL, F->prior_w,
+                                 F->weight, &F->offset_work) != 0)
         return TS_ENOMEM;
     return TS_OK;
 }
@@ -1937,6 +1938,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.weight);
     free(F.prior);
     free(F.prior_w);
+    ts_offset_work_free(&F.offset_work);
     free(F.dead);
     free(F.count);
     free(F.sep.key);
