@@ -1530,8 +1530,20 @@ static int decide_depth(fast *F, walk *W, long batch_first)
         for (int r = 0; r < nr && rc == TS_OK; r++)
             rc = decide_region(F, W, r, &K, pass == FIT_PASSES - 1);
     }
-    for (int r = 0; r < nr && rc == TS_OK; r++)
-        settle_region(F, &F->R[W->first + r], &escalate);
+    for (int r = 0; r < nr && rc == TS_OK; r++) {
+        region *R = &F->R[W->first + r];
+        if (R->state != OPEN)
+            continue;
+        settle_region(F, R, &escalate);
+        /* A region decided leaves the offset fit: its nodes keep the offsets this batch fitted
+         * (F->offset_work.keep_unfitted), which further sweeps over the same equations would
+         * only polish, and the depth's later batches refit only the regions still measured.
+         * (A depth's regions share no equations: each is a fit of its own, but for the
+         * shrinkage, one equation of the noisiest class still in the fit.) */
+        if (R->state != OPEN)
+            for (long e = W->ix.start[r]; e < W->ix.start[r + 1]; e++)
+                F->obs[W->ix.at[e].j].cls = -1;
+    }
     if (escalate && rc == TS_OK) {
         /* the depth's pairs so far were taken with fewer samples: their minima sit higher, so
          * they leave the cuts and the fit, and every open region starts over */
@@ -1904,6 +1916,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.k = F.kfirst;
     F.est = e->estimator == TS_ESTIMATE_MEAN ? TS_ESTIMATE_MEAN : TS_ESTIMATE_MIN;
     F.min_gap_us = INFINITY;
+    F.offset_work.keep_unfitted = 1;
     ts_rng_seed_stream(&F.rng, ((uint64_t)n * 0x9e3779b97f4a7c15ULL) ^ (e->plan_seed * 0xbf58476d1ce4e5b9ULL),
                        0xfa57u);
     F.reg = malloc(sizeof(int) * (size_t)n);

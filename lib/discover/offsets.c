@@ -177,6 +177,8 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
         shrink = 1;
     for (int s = 0; s < sweeps; s++) {
         for (int i = 0; i < n; i++) {
+            if (work->keep_unfitted && start[i] == start[i + 1])
+                continue;
             /* the prior (an earlier fit) or the shrinkage: one equation saying 0 */
             double den = prior ? prior_w[i] + shrink : shrink, num = prior ? den * prior[i] : 0;
             for (long k = start[i]; k < start[i + 1]; k++) {

@@ -36,6 +36,9 @@ typedef struct ts_offset_work {
     size_t nodes;
     void *eq;               /* the equations by node */
     size_t eqs;
+    int keep_unfitted;      /* set by the caller: a node without a used equation keeps its
+                             * offset and weight (an earlier fit of it, carried as fixed),
+                             * where otherwise it gets its prior's (or 0) */
 } ts_offset_work;
 
 /* ts_fit_host_offsets in work's buffers. */
