@@ -70,7 +70,8 @@
 #define OFFSET_SWEEPS 3      /* Gauss-Seidel sweeps of the offset fit per decision ... */
 #define CARRIED_SWEEPS 2     /* ... and when it carries on from the last batch's (decide_depth) */
 #define FIT_PASSES 2         /* offsets and cuts fitted in turn this many times per step
-                              * (one for a big region with a cut: decide_depth) */
+                              * (one for a big region with a cut: decide_depth) ... */
+#define CARRY_SHARE 0.1      /* ... once a batch adds no more than this share of its pairs */
 #define LOF_Z 3.1            /* a star's lack of fit is significant beyond this z (1e-3) */
 #define FLAT_MIN_LEAVES 8    /* a flat tree with this many leaf switches is checked (flat_tree) */
 #define STAR_POWER 0.90      /* a star stands once a hidden level of the step that matters ... */
@@ -109,6 +110,7 @@ typedef struct region {
     double group_z;         /* a split one: how far its children look grouped (group_children) */
     double vary_z;          /* ... and how far its pairs of children differ (child_pairs_vary) */
     int ungrouped;          /* split, but its children may group below it: unresolved */
+    int one_pass;           /* this batch takes one decision pass (classify_batch) */
     int grouped;            /* split, and its children group below it (F->grp) */
     double gap_us;          /* ... and in us */
     double level;           /* median round trip of its class, for the tree's lengths */
@@ -1230,26 +1232,12 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
     return TS_OK;
 }
 
-/* Whether the region takes one decision pass a batch, not FIT_PASSES. The pass before the
- * last only classifies the pairs for the next offset fit; a big region whose last decision
- * found a cut already has its pairs classified but for the batch's new ones, a few percent of
- * them, which classify_batch puts into classes by the band that cut left (on the offsets of the
- * last fit, a batch's measurements fewer than the next). Its pairs' residuals are then sorted
- * and searched once a batch rather than twice, and the offsets fitted once, where a big
- * region's hundreds of thousands of pairs made the second pass most of the method's time. A
- * small region (a tournament, the tests of its children) keeps both passes: a batch there
- * adds a large share of its pairs. */
-static int one_pass(const region *R)
-{
-    return R->has_cut && R->nmem > STAR_PROOF_MAX;
-}
-
 static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
 {
     region *R = &F->R[W->first + r];
     const int *mem = W->order + W->rstart[r];
     int nmem = W->rstart[r + 1] - W->rstart[r], ri = W->first + r;
-    if (R->state != OPEN || (!last_pass && one_pass(R)))
+    if (R->state != OPEN || (!last_pass && R->one_pass))
         return TS_OK;
     const indexed_meas *x;
     pair_resid *y;
@@ -1480,22 +1468,44 @@ static int update_region_index(const fast *F, walk *W)
     return TS_OK;
 }
 
-/* The measurements F->M[batch_first, nm) of the regions that take one pass (one_pass) into
- * their class by the band of the last decision, on the offsets of the last fit: inside the
+/* Which regions take one decision pass this batch, not FIT_PASSES (R->one_pass). The pass
+ * before the last only classifies the pairs for the next offset fit. A big region whose last
+ * decision found a cut has its pairs classified already but for the batch's new ones; once
+ * those are a small share of its pairs (CARRY_SHARE: the batch can move no more of the fit's
+ * classes than that), classify_batch puts them into classes by the band that cut left (on the
+ * offsets of the last fit, a batch's measurements fewer than the next), and the region's
+ * residuals are sorted and searched once a batch rather than twice, the offsets fitted once:
+ * a big region's hundreds of thousands of pairs made the second pass most of the method's
+ * time. A region's first batches after its cut, when the batch still adds a large share,
+ * keep both passes, and so does a small region (a tournament, the tests of its children), a
+ * batch there adding a large share of its pairs. Then the measurements F->M[batch_first, nm)
+ * of the regions of one pass go into their class by the band of the last decision: inside the
  * far class's band they are the region's class, below it near (a child's) or in the gap, above
- * it outliers; the latter leave the fit as the decision would have them leave. Returns whether
- * some open region still takes both passes. */
+ * it outliers; the latter leave the fit as the decision would have them leave. Returns 1 when
+ * some open region still takes both passes, 0 if none does, -1 when out of memory. */
 static int classify_batch(fast *F, const walk *W, long batch_first)
 {
-    int two_passes = 0;
-    for (int r = W->first; r < W->last; r++)
-        two_passes |= F->R[r].state == OPEN && !one_pass(&F->R[r]);
+    int nr = W->last - W->first, two_passes = 0;
+    long *fresh = calloc((size_t)nr + 1, sizeof(long));
+    if (!fresh)
+        return -1;
+    for (long j = batch_first; j < F->nm; j++)
+        if (F->M[j].reg >= W->first && F->M[j].reg < W->last && F->M[j].k == F->k)
+            fresh[F->M[j].reg - W->first]++;
+    for (int r = 0; r < nr; r++) {
+        region *R = &F->R[W->first + r];
+        long earlier = W->ix.start[r + 1] - W->ix.start[r] - fresh[r];
+        R->one_pass = R->state == OPEN && R->has_cut && R->nmem > STAR_PROOF_MAX &&
+                      (double)fresh[r] <= CARRY_SHARE * (double)earlier;
+        two_passes |= R->state == OPEN && !R->one_pass;
+    }
+    free(fresh);
     for (long j = batch_first; j < F->nm; j++) {
         const meas *q = &F->M[j];
         if (q->reg < W->first || q->reg >= W->last)
             continue;
         const region *R = &F->R[q->reg];
-        if (R->state != OPEN || !one_pass(R))
+        if (!R->one_pass)
             continue;
         double x = q->v - F->off[q->a] - F->off[q->b];
         F->obs[j].cls = x >= R->far_lo && x <= R->far_hi ? q->reg : -1;
@@ -1512,7 +1522,10 @@ static int decide_depth(fast *F, walk *W, long batch_first)
     if (rc == TS_OK)
         rc = update_region_index(F, W);
     /* the pass that only classifies is needed while some region has no cut to classify by */
-    int first_pass = rc == TS_OK && !classify_batch(F, W, batch_first) ? FIT_PASSES - 1 : 0;
+    int two_passes = rc == TS_OK ? classify_batch(F, W, batch_first) : 1;
+    if (two_passes < 0)
+        rc = TS_ENOMEM;
+    int first_pass = two_passes ? 0 : FIT_PASSES - 1;
     for (int pass = first_pass; pass < FIT_PASSES && rc == TS_OK; pass++) {
         /* A batch of one pass refits offsets the last batch fitted already on every
          * equation but this batch's, and the sweeps carry on from batch to batch as the
