@@ -92,6 +92,14 @@ typedef struct meas {
     double v;               /* the minimum of its samples, us */
 } meas;
 
+/* What level_lack_of_fit measured besides its z score: what its power depends on. */
+typedef struct star_fit {
+    double pure;            /* one measurement's noise (robust sd), us */
+    double se;              /* the z score's standard error (its log variance ratio's) */
+    double wbar;            /* measurements behind a pair's mean, on the deviations' scale */
+    int nmem;               /* the region's nodes it fitted */
+} star_fit;
+
 typedef struct region {
     int vert;               /* the switch vertex of this subtree in the output tree */
     int state;
@@ -103,7 +111,9 @@ typedef struct region {
     double margin;          /* pairs one class would have put into its widest gap (gap_margin) */
     double threshold;       /* ... and the margin that is significant */
     double lof_z;           /* a small region without a gap: its lack of fit as a star */
-    double resolution_us;   /* ... and the step its test sees with probability STAR_POWER */
+    star_fit fit;           /* ... and what its power depends on: the step it sees with
+                             * probability STAR_POWER (star_resolution), worked out only for a
+                             * region that settles as a star (settle_star) */
     double scale_us;        /* the smallest step of the splits above it (INFINITY: none) */
     int unpowered;          /* a star whose resolution stayed coarser than its scale */
     double step_us;         /* a split one: its far class's median over its near class's */
@@ -303,7 +313,7 @@ static int new_region(fast *F, int vert, double scale_us)
     r->vert = vert;
     r->state = OPEN;
     r->level = NAN;
-    r->resolution_us = NAN;
+    r->fit = (star_fit){NAN, NAN, NAN, 0};
     r->scale_us = scale_us;
     return F->nreg++;
 }
@@ -859,13 +869,6 @@ static level_gap find_level_gap(const fast *F, walk *W, const int *mem, int nmem
 
 /* ---- step 4: decide ---- */
 
-/* What level_lack_of_fit measured besides its z score: what its power depends on. */
-typedef struct star_fit {
-    double pure;            /* one measurement's noise (robust sd), us */
-    double se;              /* the z score's standard error (its log variance ratio's) */
-    double wbar;            /* measurements behind a pair's mean, on the deviations' scale */
-} star_fit;
-
 /* Whether the pairs of a region without a gap fit a star: each pair's mean against the model
  * mean = o[a] + o[b] (every host its own offset, fitted here, weighted by the pair's count of
  * measurements), with the noise measured by the pairs measured twice (pure error: the
@@ -877,7 +880,7 @@ typedef struct star_fit {
 static double level_lack_of_fit(fast *F, const int *mem, int nmem, const indexed_meas *x,
                                 long m, star_fit *sf)
 {
-    *sf = (star_fit){NAN, NAN, NAN};
+    *sf = (star_fit){NAN, NAN, NAN, nmem};
     double *o = calloc((size_t)nmem, sizeof(double)), *pm = malloc(sizeof(double) * (size_t)(m + 1));
     int *pa = malloc(sizeof(int) * (size_t)(3 * m + 3));
     double *num = calloc((size_t)nmem, sizeof(double)), *den = calloc((size_t)nmem, sizeof(double));
@@ -935,7 +938,7 @@ static double level_lack_of_fit(fast *F, const int *mem, int nmem, const indexed
     double dof = (double)(P - nmem);
     double fit = 1.4826 * ts_median(dev, (int)P) * sqrt((double)P / dof);
     double ratio = (fit * fit) / (pure * pure);
-    *sf = (star_fit){pure, sqrt(2 / dof + 2 / (double)Prep), rootw * rootw};
+    *sf = (star_fit){pure, sqrt(2 / dof + 2 / (double)Prep), rootw * rootw, nmem};
     if (ratio > 0)
         z = log(ratio) / sf->se;
 out:
@@ -973,8 +976,9 @@ static double abs_mixture_median(double p, double s)
  * (1.4826 x the median |deviation|, the median of the mixture above) to the noise's. A region
  * too small for two such children returns NAN (below the method's floor: EDGE_MIN); one whose
  * noise could not be measured, INFINITY. */
-static double star_resolution(int nmem, const star_fit *sf)
+static double star_resolution(const star_fit *sf)
 {
+    int nmem = sf->nmem;
     if (nmem < 2 * STAR_CHILD)
         return NAN;
     if (!(sf->pure > 0) || !isfinite(sf->se) || !(sf->wbar > 0))
@@ -1305,12 +1309,9 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
      * between its fragments fit one level? (a star's pairs, or the far class whose children
      * might group into switches of their own) */
     R->lof_z = R->group_z = NAN;
-    R->resolution_us = NAN;
-    if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX && R->tour >= tournament_proof(nmem)) {
-        star_fit sf;
-        R->lof_z = level_lack_of_fit(F, mem, nmem, x, m, &sf);
-        R->resolution_us = star_resolution(nmem, &sf);
-    }
+    R->fit = (star_fit){NAN, NAN, NAN, nmem};
+    if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX && R->tour >= tournament_proof(nmem))
+        R->lof_z = level_lack_of_fit(F, mem, nmem, x, m, &R->fit);
     /* a split's step: its far class's median residual over its near class's (the scale a
      * star below it must resolve) */
     if (R->has_cut)
@@ -1337,7 +1338,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
  * but unpowered: the result is partial, with the resolution as what could not be excluded. */
 static void settle_star(fast *F, region *R, int *escalate)
 {
-    double res = R->resolution_us;
+    double res = star_resolution(&R->fit);
     double matters = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us : LEVEL_STEP_FLOOR_US;
     int powered = isnan(res) || res <= matters;   /* NAN: too small to hold a level it could see */
     if (!powered && F->k < F->kmax) {
