@@ -23,20 +23,53 @@ typedef struct node_eq {
     double v;
 } node_eq;
 
-/* Equations by node: the used ones of node i are eq[start[i], start[i + 1]), in the order of
- * obs. Copied rather than indexed: the sweeps read each node's equations in turn, and reading
- * them through an index went to obs at random (megabytes, for a big region). */
-static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp, node_eq **eqp)
+/* The buffers of a fit, at least this big (their contents are not kept), with room to grow:
+ * a caller fitting again and again (fast.c, every batch) reuses them, where megabytes
+ * allocated afresh for each fit were paid again in page faults. 0, or -1 when out of memory. */
+static int work_reserve(ts_offset_work *w, int n, long m)
 {
-    long *start = calloc((size_t)n + 1, sizeof(long));
-    long *fill = malloc(sizeof(long) * ((size_t)n + 1));
-    node_eq *eq = malloc(sizeof *eq * (size_t)(2 * m + 1));
-    if (!start || !fill || !eq) {
-        free(start);
-        free(fill);
-        free(eq);
-        return -1;
+    if ((size_t)n + 1 > w->nodes) {
+        size_t room = (size_t)n + 1;
+        free(w->start);
+        free(w->fill);
+        w->nodes = 0;
+        w->start = malloc(sizeof(long) * room);
+        w->fill = malloc(sizeof(long) * room);
+        if (!w->start || !w->fill)
+            return -1;
+        w->nodes = room;
     }
+    if ((size_t)(2 * m + 1) > w->eqs) {
+        size_t room = (size_t)(2 * m + 1) + (size_t)m;
+        free(w->eq);
+        w->eqs = 0;
+        if (!(w->eq = malloc(sizeof(node_eq) * room)))
+            return -1;
+        w->eqs = room;
+    }
+    return 0;
+}
+
+void ts_offset_work_free(ts_offset_work *w)
+{
+    free(w->start);
+    free(w->fill);
+    free(w->eq);
+    memset(w, 0, sizeof *w);
+}
+
+/* Equations by node: the used ones of node i are eq[start[i], start[i + 1]), in the order of
+ * obs, in w's buffers. Copied rather than indexed: the sweeps read each node's equations in
+ * turn, and reading them through an index went to obs at random (megabytes, for a big
+ * region). */
+static int index_by_node(int n, const ts_offset_obs *obs, long m, ts_offset_work *w,
+                         long **startp, node_eq **eqp)
+{
+    if (work_reserve(w, n, m))
+        return -1;
+    long *start = w->start, *fill = w->fill;
+    node_eq *eq = w->eq;
+    memset(start, 0, sizeof(long) * ((size_t)n + 1));
     for (long j = 0; j < m; j++)
         if (obs[j].cls >= 0) {
             start[obs[j].a + 1]++;
@@ -51,7 +84,6 @@ static int index_by_node(int n, const ts_offset_obs *obs, long m, long **startp,
             eq[fill[o->a]++] = (node_eq){o->b, o->cls, o->v};
             eq[fill[o->b]++] = (node_eq){o->a, o->cls, o->v};
         }
-    free(fill);
     *startp = start;
     *eqp = eq;
     return 0;
@@ -104,6 +136,17 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
                         double *level, int sweeps, const double *prior, const double *prior_w,
                         double *weight)
 {
+    ts_offset_work w = {0};
+    int rc = ts_fit_host_offsets_work(n, obs, m, ncls, off, level, sweeps, prior, prior_w,
+                                      weight, &w);
+    ts_offset_work_free(&w);
+    return rc;
+}
+
+int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, double *off,
+                             double *level, int sweeps, const double *prior,
+                             const double *prior_w, double *weight, ts_offset_work *work)
+{
     long *start;
     node_eq *eq;
     double *scale = calloc((size_t)ncls + 1, sizeof(double));
@@ -115,7 +158,7 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
     int want_levels = level != NULL;
     if (!level)
         level = own_level;
-    if (!scale || !sum || !wsum || !level || index_by_node(n, obs, m, &start, &eq)) {
+    if (!scale || !sum || !wsum || !level || index_by_node(n, obs, m, work, &start, &eq)) {
         free(scale);
         free(sum);
         free(wsum);
@@ -134,6 +177,8 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
         shrink = 1;
     for (int s = 0; s < sweeps; s++) {
         for (int i = 0; i < n; i++) {
+            if (work->keep_unfitted && start[i] == start[i + 1])
+                continue;
             /* the prior (an earlier fit) or the shrinkage: one equation saying 0 */
             double den = prior ? prior_w[i] + shrink : shrink, num = prior ? den * prior[i] : 0;
             for (long k = start[i]; k < start[i + 1]; k++) {
@@ -167,8 +212,6 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
         for (int c = 0; c < ncls; c++)
             level[c] += 2 * mean;
     }
-    free(start);
-    free(eq);
     free(own_level);
     free(scale);
     free(sum);

@@ -29,4 +29,22 @@ int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, doubl
                         double *level, int sweeps, const double *prior, const double *prior_w,
                         double *weight);
 
+/* The buffers a fit uses, kept from one fit to the next by a caller that fits again and again
+ * (zeroed at first; ts_offset_work_free when done). */
+typedef struct ts_offset_work {
+    long *start, *fill;     /* per node */
+    size_t nodes;
+    void *eq;               /* the equations by node */
+    size_t eqs;
+    int keep_unfitted;      /* set by the caller: a node without a used equation keeps its
+                             * offset and weight (an earlier fit of it, carried as fixed),
+                             * where otherwise it gets its prior's (or 0) */
+} ts_offset_work;
+
+/* ts_fit_host_offsets in work's buffers. */
+int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, double *off,
+                             double *level, int sweeps, const double *prior,
+                             const double *prior_w, double *weight, ts_offset_work *work);
+void ts_offset_work_free(ts_offset_work *work);
+
 #endif
