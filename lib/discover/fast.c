@@ -969,6 +969,29 @@ static double abs_mixture_median(double p, double s)
     return 0.5 * (lo + hi);
 }
 
+/* How far the lack-of-fit test's log ratio clears what it needs for STAR_POWER, had the
+ * region's nodes hung in children of STAR_CHILD below a level of s noise units (>= 0: seen). */
+static double star_power_margin(const star_fit *sf, double s)
+{
+    int nmem = sf->nmem;
+    double c = STAR_CHILD, rest = nmem % STAR_CHILD;
+    double near = floor(nmem / c) * c * (c - 1) / 2 + rest * (rest - 1) / 2;
+    double p = near / (0.5 * nmem * (nmem - 1));
+    double need = (LOF_Z + ts_normal_quantile(STAR_POWER)) * sf->se;
+    return 2 * log(1.4826 * abs_mixture_median(p, s)) - need;
+}
+
+/* Whether the star's test would have seen a level of step_us with probability STAR_POWER:
+ * star_resolution(sf) <= step_us, without working the resolution out. */
+static int star_sees(const star_fit *sf, double step_us)
+{
+    if (sf->nmem < 2 * STAR_CHILD)
+        return 1;    /* below the method's floor: the one tree it can report */
+    if (!(sf->pure > 0) || !isfinite(sf->se) || !(sf->wbar > 0))
+        return 0;
+    return star_power_margin(sf, step_us * sqrt(sf->wbar) / sf->pure) >= 0;
+}
+
 /* A star's resolution: the level step, us, that level_lack_of_fit would have found with
  * probability STAR_POWER in these data, had the region's nodes hung below it in children of
  * STAR_CHILD (the least a gap shows; a level of bigger children shows more). Its z score is
@@ -978,21 +1001,16 @@ static double abs_mixture_median(double p, double s)
  * noise could not be measured, INFINITY. */
 static double star_resolution(const star_fit *sf)
 {
-    int nmem = sf->nmem;
-    if (nmem < 2 * STAR_CHILD)
+    if (sf->nmem < 2 * STAR_CHILD)
         return NAN;
     if (!(sf->pure > 0) || !isfinite(sf->se) || !(sf->wbar > 0))
         return INFINITY;
-    double c = STAR_CHILD, rest = nmem % STAR_CHILD;
-    double near = floor(nmem / c) * c * (c - 1) / 2 + rest * (rest - 1) / 2;
-    double p = near / (0.5 * nmem * (nmem - 1));
-    double need = (LOF_Z + ts_normal_quantile(STAR_POWER)) * sf->se;
     double lo = 0, hi = 1;
-    while (2 * log(1.4826 * abs_mixture_median(p, hi)) < need && hi < 1e6)
+    while (star_power_margin(sf, hi) < 0 && hi < 1e6)
         hi *= 2;
     for (int it = 0; it < 50; it++) {
         double s = 0.5 * (lo + hi);
-        if (2 * log(1.4826 * abs_mixture_median(p, s)) < need)
+        if (star_power_margin(sf, s) < 0)
             lo = s;
         else
             hi = s;
@@ -1338,13 +1356,13 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
  * but unpowered: the result is partial, with the resolution as what could not be excluded. */
 static void settle_star(fast *F, region *R, int *escalate)
 {
-    double res = star_resolution(&R->fit);
     double matters = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us : LEVEL_STEP_FLOOR_US;
-    int powered = isnan(res) || res <= matters;   /* NAN: too small to hold a level it could see */
+    int powered = star_sees(&R->fit, matters);
     if (!powered && F->k < F->kmax) {
         *escalate = 1;
         return;
     }
+    double res = star_resolution(&R->fit);   /* (worked out once: the region settles) */
     R->state = STAR;
     R->unpowered = !powered;
     if (!isnan(res)) {
