@@ -69,6 +69,12 @@ probe_steps() {
     > "$work/sbatch.out" 2>&1
 }
 
+# step_slowest NAME DIR: the ms after start at which the step's slowest agent wrote its spool
+step_slowest() {
+  sed -n 's/.* wrote the spool \([0-9.]*\) ms after start/\1/p; s/.*leader_ms: //p' "$jobdir/$1.out" "$2/status.yaml" 2>/dev/null |
+    sort -n | tail -1
+}
+
 # check_step NAME FABRIC LABEL [SBATCH-ARGS...]: the step ended well, its ranks in time, rank
 # 0's files. A step whose links are past the bound (links_past) is measured once more, the
 # same step as NAME.2 of a new job (SBATCH-ARGS), held to the same bounds, and named.
@@ -84,8 +90,7 @@ check_step() {
   local rc ms d=$jobdir/$name
   read -r rc ms < "$jobdir/$name.rc" 2>/dev/null || { rc=x; ms=x; }
   local slow
-  slow=$(sed -n 's/.* wrote the spool \([0-9.]*\) ms after start/\1/p; s/.*leader_ms: //p' "$jobdir/$name.out" "$d/status.yaml" 2>/dev/null |
-    sort -n | tail -1)
+  slow=$(step_slowest "$name" "$d")
   [ "$rc" = 0 ] && [ "$(field "$d/status.yaml" status)" = measured ] && [ "$(field "$d/status.yaml" mode)" = step ] &&
     awk -v s="${slow:-1e9}" -v b=$((BUDGET + GRACE)) 'BEGIN { exit !(s <= b) }'
   local r=$?
@@ -264,8 +269,7 @@ nexact=0
 for name in l1 l2 l3; do
   d=$jobdir/$name
   read -r rc ms < "$jobdir/$name.rc" 2>/dev/null || { rc=x; ms=x; }
-  slow=$(sed -n 's/.* wrote the spool \([0-9.]*\) ms after start/\1/p; s/.*leader_ms: //p' "$jobdir/$name.out" "$d/status.yaml" 2>/dev/null |
-    sort -n | tail -1)
+  slow=$(step_slowest "$name" "$d")
   st=$(field "$d/status.yaml" status)
   compare "$d" "$FABRIC" > "$work/low.$name" 2>&1
   e=$(awk '/^tree_exact:/ {print $2}' "$work/low.$name")
