@@ -4,7 +4,8 @@
 #
 # HPC Challenge (Debian's hpcc; its communication tests: naturally ordered ring bandwidth and
 # latency, PingPong) with one rank per node on the 8-node payoff fabrics (etc/payoff: two leaves
-# of four under one spine, 100 us per link, 500 Mbit/s per node, leaf uplinks oversubscribed 4:1),
+# of four under one spine, 100 us per link, 200 Mbit/s per node, leaf uplinks oversubscribed 4:1:
+# etc/payoff/bench-app.yaml says why this rate),
 # in the same sbatch job run without and with --topo-aware=compact, the two alternating:
 #   (a) alternating.conf: node names alternate between the leaves, Slurm's order crosses the
 #       spine at every step; compact's rankfile keeps ring neighbours on a leaf;
@@ -21,7 +22,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 tb_require_root
 JOBS=${JOBS:-5}
 BCAST_BYTES=${BCAST_BYTES:-4000000}
-PARAMS=${PARAMS:-$REPO/etc/payoff/params.yaml}
+PARAMS=${PARAMS:-$REPO/etc/payoff/bench-app.yaml}
 FABRICS=${FABRICS:-"alternating by-leaf"}
 for f in "$TB_FABEMU" "$TB_BUILD/lib/spank_toposcope.so" "$TB_BUILD/bin/toposcope-prolog" \
          "$TB_BUILD/bin/twolevel_bcast"; do
@@ -122,7 +123,7 @@ tables() {
 echo "## Application benchmark (make bench-app)"
 echo
 echo "HPC Challenge (Debian's hpcc $(dpkg-query -W -f='${Version}' hpcc 2>/dev/null)), 8 ranks, one per node, on the emulated"
-echo "cluster (etc/payoff: 2 leaves of 4 nodes, 100 us per link, 500 Mbit/s per node, leaf uplinks 4:1,"
+echo "cluster (etc/payoff/$(basename "$PARAMS"): 2 leaves of 4 nodes, $(sed -n 's/^link_latency_us: *//p' "$PARAMS") us per link, $(sed -n 's/^bandwidth_mbps: *//p' "$PARAMS") Mbit/s per node, leaf uplinks 4:1,"
 echo "jumbo frames), in sbatch jobs with a plain \`mpirun -np 8\`, without and with \`--topo-aware=compact\`;"
 echo "$JOBS jobs per case, medians. Ratio > 1: --topo-aware is better. Measured $(cat "$D/measured" 2>/dev/null || echo '?'),"
 echo "$(nproc) cores, $(uname -r)."
