@@ -42,6 +42,7 @@
  * different depths or unresolved regions and are measured again by fast_irregular.c. */
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@
                               * whose samples all fell in the jitter's upper tail ... */
 #define STRAGGLERS 2         /* ... or that sit inside the gap, neither near nor far */
 #define SCAN_LIMIT 64        /* partner fragments a test is looked for among, at most */
+#define SLOT_LOOKAHEAD 8     /* far pairs ahead whose separations are fetched (decide_region) */
 #define CUT_CANDIDATES 8     /* widest consistent gaps whose margins are computed */
 #define OFFSET_SWEEPS 3      /* Gauss-Seidel sweeps of the offset fit per decision ... */
 #define CARRIED_SWEEPS 2     /* ... and when it carries on from the last batch's (decide_depth) */
@@ -138,11 +140,15 @@ typedef struct region {
     long nfrag, nsep;       /* fragments, and fragment pairs known apart */
 } region;
 
-/* A set of unordered pairs of ids (open addressing). */
+/* A set of unordered pairs of ids (open addressing). A key's top bit is free (ids are ints,
+ * never negative) for a mark its user gives it: PAIR_APART in F->far. */
 typedef struct pairset {
     uint64_t *key;
     size_t cap, used;
 } pairset;
+
+#define PAIR_MARK ((uint64_t)1 << 63)
+#define PAIR_APART PAIR_MARK    /* in F->far: two far pairs, the fragments are apart */
 
 typedef struct fast {
     ts_probe_engine *e;
@@ -172,9 +178,9 @@ typedef struct fast {
     int *uf;                /* fragments: union-find over nodes */
     int *local;             /* node -> its position in its region (level_lack_of_fit) */
     int *grp;               /* fragment root -> its group's (group_children), union-find */
-    pairset sep;            /* fragment pairs (by root) known or planned apart, this step ... */
-    pairset once;           /* ... and those with one far pair so far (see add_separation) */
-    int *apart;             /* fragment root -> how many fragments sep has it apart from */
+    pairset far;            /* fragment pairs (by root) with a far pair, measured or planned,
+                             * this step; marked PAIR_APART once known apart (add_separation) */
+    int *apart;             /* fragment root -> how many fragments F->far has it apart from */
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
     double min_gap_us;      /* the narrowest gap of an accepted split */
@@ -223,44 +229,71 @@ static uint64_t pair_key(int a, int b)
     return ((uint64_t)hi << 32 | lo) + 1;     /* never 0: 0 marks an empty slot */
 }
 
-static size_t pair_slot(const pairset *s, uint64_t k)
+/* Where key k's search starts. */
+static size_t pair_home(const pairset *s, uint64_t k)
 {
     uint64_t h = k;
     h = (h ^ h >> 30) * 0xbf58476d1ce4e5b9ULL;
     h = (h ^ h >> 27) * 0x94d049bb133111ebULL;
     h ^= h >> 31;
-    size_t i = (size_t)h & (s->cap - 1);
-    while (s->key[i] && s->key[i] != k)
+    return (size_t)h & (s->cap - 1);
+}
+
+/* Asks the cache for the pair's slot ahead of its look-up: a big region's set is megabytes,
+ * and a look-up waiting for memory was most of its cost. (The fence, which emits no code,
+ * keeps GCC 12 from dropping the prefetch as dead code in a loop.) */
+static void pairset_prefetch(const pairset *s, int a, int b)
+{
+    __builtin_prefetch(&s->key[pair_home(s, pair_key(a, b))]);
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* The slot of key k (unmarked): its own, or the empty one where it would go. */
+static size_t pair_slot(const pairset *s, uint64_t k)
+{
+    size_t i = pair_home(s, k);
+    while (s->key[i] && (s->key[i] & ~PAIR_MARK) != k)
         i = (i + 1) & (s->cap - 1);
     return i;
 }
 
-static int pairset_has(const pairset *s, int a, int b)
+/* The pair's slot, room made first for it to be added: its key (with its mark) when the set
+ * holds it, else empty (0), for the caller to fill in with pairset_fill. One look-up serves
+ * both the question and the addition. NULL when out of memory. */
+static uint64_t *pairset_slot(pairset *s, int a, int b)
 {
-    uint64_t k = pair_key(a, b);
-    return s->key[pair_slot(s, k)] == k;
+    if (2 * (s->used + 1) > s->cap) {
+        /* twice the size, half full: the big regions' sets run to megabytes, and every
+         * look-up is a cache miss the more likely the bigger the table */
+        pairset bigger;
+        if (pairset_init(&bigger, s->used + 1))
+            return NULL;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->key[i])
+                bigger.key[pair_slot(&bigger, s->key[i] & ~PAIR_MARK)] = s->key[i];
+        bigger.used = s->used;
+        free(s->key);
+        *s = bigger;
+    }
+    return &s->key[pair_slot(s, pair_key(a, b))];
+}
+
+/* The pair into the empty slot pairset_slot gave. */
+static void pairset_fill(pairset *s, uint64_t *slot, int a, int b)
+{
+    *slot = pair_key(a, b);
+    s->used++;
 }
 
 /* 1 when the pair is new, 0 when it was there, -1 when out of memory. */
 static int pairset_add(pairset *s, int a, int b)
 {
-    if (2 * (s->used + 1) > s->cap) {
-        pairset bigger;
-        if (pairset_init(&bigger, 2 * s->used + 2))
-            return -1;
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->key[i])
-                bigger.key[pair_slot(&bigger, s->key[i])] = s->key[i];
-        bigger.used = s->used;
-        free(s->key);
-        *s = bigger;
-    }
-    uint64_t k = pair_key(a, b);
-    size_t i = pair_slot(s, k);
-    if (s->key[i])
+    uint64_t *slot = pairset_slot(s, a, b);
+    if (!slot)
+        return -1;
+    if (*slot)
         return 0;
-    s->key[i] = k;
-    s->used++;
+    pairset_fill(s, slot, a, b);
     return 1;
 }
 
@@ -284,28 +317,36 @@ static int pairset_clear(pairset *s)
     return 0;
 }
 
+/* What the far pairs between two fragments have shown so far (add_separation). */
+enum { UNSEEN, ONCE, APART };
+
 /* One more far pair between fragments fa and fb: they are apart from the second on. All
  * samples of a near pair can fall in the jitter's upper tail (with the minimum of three
  * samples of kernel UDP's lognormal jitter, ~0.3 % of pairs sit a level step high), so one
  * pair alone never keeps two fragments apart; two independent ones err ~1e-5 as often.
- * Returns 1 when the pair of fragments became apart, 0 if not, -1 when out of memory. */
+ * Returns what the pair of fragments had shown before this one (from ONCE on they are apart
+ * now; APART: nothing changed), or -1 when out of memory. */
 static int add_separation(fast *F, int fa, int fb)
 {
-    if (pairset_has(&F->sep, fa, fb))
-        return 0;
-    if (!pairset_has(&F->once, fa, fb))
-        return pairset_add(&F->once, fa, fb) < 0 ? -1 : 0;
-    int added = pairset_add(&F->sep, fa, fb);
-    if (added > 0)
-        F->apart[fa]++, F->apart[fb]++;
-    return added;
+    uint64_t *slot = pairset_slot(&F->far, fa, fb);
+    if (!slot)
+        return -1;
+    if (!*slot) {
+        pairset_fill(&F->far, slot, fa, fb);
+        return UNSEEN;
+    }
+    if (*slot & PAIR_APART)
+        return APART;
+    *slot |= PAIR_APART;
+    F->apart[fa]++, F->apart[fb]++;
+    return ONCE;
 }
 
 /* No fragment pairs known apart, nor with one far pair. Returns TS_OK or TS_ENOMEM. */
 static int clear_separations(fast *F)
 {
     memset(F->apart, 0, sizeof(int) * (size_t)F->n);
-    return pairset_clear(&F->sep) || pairset_clear(&F->once) ? TS_ENOMEM : TS_OK;
+    return pairset_clear(&F->far) ? TS_ENOMEM : TS_OK;
 }
 
 /* ---- regions of one depth ---- */
@@ -465,12 +506,15 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
             if (j == i || taken[j])
                 continue;
             int fy = ts_uf_find(F->uf, freel[j]);
-            if (fy == fx || pairset_has(&F->sep, fx, fy))
+            if (fy == fx)
                 continue;
-            if (add_separation(F, fx, fy) < 0) {
+            int seen = add_separation(F, fx, fy);
+            if (seen < 0) {
                 free(taken);
                 return TS_ENOMEM;
             }
+            if (seen == APART)
+                continue;
             add_pair(W, b, x, freel[j]);
             taken[i] = taken[j] = 1;
             break;
@@ -1254,12 +1298,14 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
             int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
             if (fa == fb)
                 continue;
-            if (y[i].n < 2 && i > k / 2 && !pairset_has(&once, fa, fb)) {
-                if (pairset_add(&once, fa, fb) < 0) {
+            if (y[i].n < 2 && i > k / 2) {
+                int first = pairset_add(&once, fa, fb);
+                if (first < 0) {
                     free(once.key);
                     return TS_ENOMEM;
                 }
-                continue;
+                if (first)
+                    continue;
             }
             ts_uf_union(F->uf, fa, fb);
             joined = 1;
@@ -1322,20 +1368,23 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     R->nsep = 0;
     int rc = TS_OK;
     for (long i = g.k + g.t; R->has_cut && i < np && rc == TS_OK; i++) {
+        if (i + SLOT_LOOKAHEAD < np)
+            pairset_prefetch(&F->far, ts_uf_find(F->uf, y[i + SLOT_LOOKAHEAD].a),
+                             ts_uf_find(F->uf, y[i + SLOT_LOOKAHEAD].b));
         int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
         if (fa == fb || y[i].r > g.far_hi)
             continue;
-        /* a fragment already apart from every other one has this pair in F->sep: no look-up
+        /* a fragment already apart from every other one has this pair apart in F->far: no look-up
          * (most far pairs, once the fragments are few) */
         if (F->apart[fa] >= R->nfrag - 1 || F->apart[fb] >= R->nfrag - 1)
             continue;
         /* a pair measured twice (a tournament's second half) is a second opinion of itself */
         for (long e = 0; e < y[i].n && e < 2 && rc == TS_OK; e++) {
-            int added = add_separation(F, fa, fb);
-            if (added < 0)
+            int seen = add_separation(F, fa, fb);
+            if (seen < 0)
                 rc = TS_ENOMEM;
             else
-                R->nsep += added;
+                R->nsep += seen == ONCE;
         }
     }
     /* a small region, once its tournament has measured half its pairs twice: do the pairs
@@ -1609,7 +1658,7 @@ static int decide_depth(fast *F, walk *W, long batch_first)
     return rc;
 }
 
-/* Batches of rounds for all the regions of the current depth until each is decided. F->sep
+/* Batches of rounds for all the regions of the current depth until each is decided. F->far
  * holds the separations the last decision found; planning adds its tests to them. */
 static int run_depth(fast *F, walk *W)
 {
@@ -1977,8 +2026,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.prior_w = calloc((size_t)n, sizeof(double));
     F.dead = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.sep, 1024) == 0 &&
-                     pairset_init(&F.once, 1024) == 0
+    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.far, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
         rc = fast_run(&F);
@@ -2004,8 +2052,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     ts_offset_work_free(&F.offset_work);
     free(F.dead);
     free(F.count);
-    free(F.sep.key);
-    free(F.once.key);
+    free(F.far.key);
     free(F.R);
     free(F.M);
     free(F.obs);
