@@ -296,10 +296,18 @@ void ts_sample_pair(const ts_stop_rule *rule, ts_probe_fn probe, void *ctx, doub
 
 /* ---- measured pairs ---- */
 
+/* A slot of the pair index: the pair's key beside its place in stats, so that a look-up
+ * compares keys in the index alone. (Reading each candidate's key out of stats was a second
+ * cache miss per probe: the fast method records hundreds of thousands of pairs.) */
+typedef struct pairdb_slot {
+    uint64_t key;
+    long at;           /* index into stats, -1 = empty */
+} pairdb_slot;
+
 struct ts_pairdb {
     long n, cap;
     ts_pair_stats *stats;
-    long *slot;        /* open addressing over stats indices, -1 = empty */
+    pairdb_slot *slot; /* open addressing over stats indices */
     long slot_cap;
 };
 
@@ -322,29 +330,25 @@ static long pairdb_find_slot(const ts_pairdb *db, uint64_t key)
 {
     long mask = db->slot_cap - 1;
     long h = (long)(mix64(key) & (uint64_t)mask);
-    while (db->slot[h] >= 0) {
-        const ts_pair_stats *s = &db->stats[db->slot[h]];
-        if (pair_key(s->a, s->b) == key)
-            return h;
+    while (db->slot[h].at >= 0 && db->slot[h].key != key)
         h = (h + 1) & mask;
-    }
     return h;
 }
 
 static int pairdb_grow(ts_pairdb *db)
 {
     long cap = db->slot_cap ? db->slot_cap * 2 : 1024;
-    long *slot = malloc(sizeof *slot * (size_t)cap);
+    pairdb_slot *slot = malloc(sizeof *slot * (size_t)cap);
     if (!slot)
         return TS_ENOMEM;
     for (long i = 0; i < cap; i++)
-        slot[i] = -1;
+        slot[i] = (pairdb_slot){0, -1};
     free(db->slot);
     db->slot = slot;
     db->slot_cap = cap;
     for (long i = 0; i < db->n; i++) {
-        long h = pairdb_find_slot(db, pair_key(db->stats[i].a, db->stats[i].b));
-        db->slot[h] = i;
+        uint64_t key = pair_key(db->stats[i].a, db->stats[i].b);
+        db->slot[pairdb_find_slot(db, key)] = (pairdb_slot){key, i};
     }
     return TS_OK;
 }
@@ -354,7 +358,7 @@ static const ts_pair_stats *pairdb_lookup(const ts_pairdb *db, int a, int b)
     if (!db->slot_cap)
         return NULL;
     long h = pairdb_find_slot(db, pair_key(a, b));
-    return db->slot[h] >= 0 ? &db->stats[db->slot[h]] : NULL;
+    return db->slot[h].at >= 0 ? &db->stats[db->slot[h].at] : NULL;
 }
 
 /* Combine a new measurement of a pair with an earlier one, weighting by answered samples. */
@@ -395,9 +399,10 @@ static int pairdb_record(ts_pairdb *db, const ts_pair_stats *s)
 {
     if ((db->n + 1) * 2 > db->slot_cap && pairdb_grow(db) != TS_OK)
         return TS_ENOMEM;
-    long h = pairdb_find_slot(db, pair_key(s->a, s->b));
-    if (db->slot[h] >= 0) {
-        merge_stats(&db->stats[db->slot[h]], s);
+    uint64_t key = pair_key(s->a, s->b);
+    long h = pairdb_find_slot(db, key);
+    if (db->slot[h].at >= 0) {
+        merge_stats(&db->stats[db->slot[h].at], s);
         return TS_OK;
     }
     if (db->n == db->cap) {
@@ -409,7 +414,7 @@ static int pairdb_record(ts_pairdb *db, const ts_pair_stats *s)
         db->cap = cap;
     }
     db->stats[db->n] = *s;
-    db->slot[h] = db->n++;
+    db->slot[h] = (pairdb_slot){key, db->n++};
     return TS_OK;
 }
 
