@@ -432,7 +432,7 @@ typedef struct walk {
     int np[BATCH];
     ts_pair_stats *st;
     region_index ix;        /* this depth's measurements by region and pair */
-    scratch pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_longs;
+    scratch pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_seams;
                             /* (region_residuals, sort_pair_resid, find_level_gap) */
 } walk;
 
@@ -750,11 +750,15 @@ static int forest_root(const forest *K, int x)
  * edge's index kept at the seam; two members became connected at the highest seam between
  * them in the final order (the seams inside either list are older than the one that joined
  * the two, and later joins only add at the lists' ends). A sparse table of seam maxima answers
- * each pair in constant time, where climbing a union tree took a dozen steps at random. */
+ * each pair in constant time, where climbing a union tree took a dozen steps at random. The
+ * seams are 32 bits (a region's pairs are fewer than UINT32_MAX: region_residuals), which
+ * halves the table its queries fall at random in (~0.4 MB for 8192 nodes, in L2). */
+#define SEAM_NEVER UINT32_MAX   /* a seam never joined */
+
 typedef struct join_order {
     int *uf, *head, *tail, *next, *pos;     /* per node */
-    long *seam_after;                       /* per node: the seam after it in its list */
-    long *seams;                            /* levels x nmem: seam maxima over 2^level seams */
+    uint32_t *seam_after;                   /* per node: the seam after it in its list */
+    uint32_t *seams;                        /* levels x nmem: seam maxima over 2^level seams */
     int nmem;
 } join_order;
 
@@ -764,10 +768,11 @@ static int join_order_init(walk *W, join_order *J, int n, int nmem)
     while ((1 << levels) < nmem)
         levels++;
     int *ints = scratch_get(&W->join_ints, sizeof(int) * 5 * (size_t)n);
-    long *longs = scratch_get(&W->join_longs, sizeof(long) * ((size_t)n + (size_t)levels * (size_t)nmem));
-    if (!ints || !longs)
+    uint32_t *seams = scratch_get(&W->join_seams, sizeof(uint32_t) *
+                                                      ((size_t)n + (size_t)levels * (size_t)nmem));
+    if (!ints || !seams)
         return TS_ENOMEM;
-    *J = (join_order){ints, ints + n, ints + 2 * n, ints + 3 * n, ints + 4 * n, longs, longs + n,
+    *J = (join_order){ints, ints + n, ints + 2 * n, ints + 3 * n, ints + 4 * n, seams, seams + n,
                       nmem};
     return TS_OK;
 }
@@ -781,7 +786,7 @@ static void join_in_order(join_order *J, const int *mem, int nmem, const pair_re
         int v = mem[i];
         J->uf[v] = J->head[v] = J->tail[v] = v;
         J->next[v] = -1;
-        J->seam_after[v] = LONG_MAX;
+        J->seam_after[v] = SEAM_NEVER;
     }
     for (long j = 0; j < m; j++) {
         int a = ts_uf_find(J->uf, x[j].a), b = ts_uf_find(J->uf, x[j].b);
@@ -789,14 +794,14 @@ static void join_in_order(join_order *J, const int *mem, int nmem, const pair_re
         if (a == b)
             continue;
         J->next[J->tail[a]] = J->head[b];
-        J->seam_after[J->tail[a]] = j;
+        J->seam_after[J->tail[a]] = (uint32_t)j;
         int root = a < b ? a : b;
         J->uf[a < b ? b : a] = root;
         J->head[root] = J->head[a];
         J->tail[root] = J->tail[b];
     }
-    /* the lists one after another (between two, a seam never joined: LONG_MAX) */
-    long *level0 = J->seams;
+    /* the lists one after another (between two, a seam never joined) */
+    uint32_t *level0 = J->seams;
     int p = 0;
     for (int i = 0; i < nmem; i++) {
         if (J->uf[mem[i]] != mem[i])
@@ -807,7 +812,7 @@ static void join_in_order(join_order *J, const int *mem, int nmem, const pair_re
         }
     }
     for (int lv = 1; (1 << lv) < nmem; lv++) {
-        long *below = J->seams + (size_t)(lv - 1) * (size_t)nmem, *here = below + nmem;
+        uint32_t *below = J->seams + (size_t)(lv - 1) * (size_t)nmem, *here = below + nmem;
         for (int i = 0; i + (1 << lv) <= nmem; i++)
             here[i] = below[i] > below[i + (1 << (lv - 1))] ? below[i] : below[i + (1 << (lv - 1))];
     }
@@ -821,9 +826,9 @@ static long connected_at(const join_order *J, int a, int b)
     int lv = 0;
     while ((2 << lv) <= hi - lo)
         lv++;
-    const long *row = J->seams + (size_t)lv * (size_t)J->nmem;
-    long left = row[lo], right = row[hi - (1 << lv)];
-    return left > right ? left : right;
+    const uint32_t *row = J->seams + (size_t)lv * (size_t)J->nmem;
+    uint32_t left = row[lo], right = row[hi - (1 << lv)], seam = left > right ? left : right;
+    return seam == SEAM_NEVER ? LONG_MAX : (long)seam;
 }
 
 typedef struct level_gap {
@@ -890,19 +895,24 @@ static level_gap find_level_gap(const fast *F, walk *W, const int *mem, int nmem
         viol[j] += viol[j - 1];
     /* Cut k with t stragglers: [0, k) near, [k + t, m) far, the t between them in the gap (a
      * near pair whose samples all fell in the jitter's tail), neither. For each t, the
-     * CUT_CANDIDATES widest consistent gaps, then their margins. */
+     * CUT_CANDIDATES widest consistent gaps (found for every t in one pass over the cuts: the
+     * arrays of a big region's pairs are megabytes, read once rather than once per t), then
+     * their margins. */
     double threshold = log((double)m) - log(FALSE_SPLIT);
-    for (long t = 0; t <= STRAGGLERS; t++) {
-        long cand[CUT_CANDIDATES];
-        int nc = 0;
-        for (long k = 1; k + t < m - 1; k++) {
-            long bad = viol[k];
-            for (long j = k; j < k + t; j++)
-                bad -= conn[j] < k;
-            if (nmem - merges[k] < 2 || bad > 1 + (long)(CUT_OUTLIERS * (double)(m - k - t)))
+    long cands[STRAGGLERS + 1][CUT_CANDIDATES];
+    int ncands[STRAGGLERS + 1] = {0};
+    for (long k = 1; k < m - 1; k++) {
+        if (nmem - merges[k] < 2)
+            continue;
+        long bad = viol[k];
+        for (long t = 0; t <= STRAGGLERS && k + t < m - 1; t++) {
+            if (t > 0)
+                bad -= conn[k + t - 1] < k;
+            if (bad > 1 + (long)(CUT_OUTLIERS * (double)(m - k - t)))
                 continue;
+            long *cand = cands[t];
             double g = x[k + t].r - x[k - 1].r;
-            int at = nc < CUT_CANDIDATES ? nc++ : CUT_CANDIDATES;
+            int at = ncands[t] < CUT_CANDIDATES ? ncands[t]++ : CUT_CANDIDATES;
             while (at > 0 && x[cand[at - 1] + t].r - x[cand[at - 1] - 1].r < g) {
                 if (at < CUT_CANDIDATES)
                     cand[at] = cand[at - 1];
@@ -911,6 +921,10 @@ static level_gap find_level_gap(const fast *F, walk *W, const int *mem, int nmem
             if (at < CUT_CANDIDATES)
                 cand[at] = k;
         }
+    }
+    for (long t = 0; t <= STRAGGLERS; t++) {
+        const long *cand = cands[t];
+        int nc = ncands[t];
         for (int c = 0; c < nc; c++) {
             long k = cand[c], f = k + t;
             double g = x[f].r - x[k - 1].r, margin = gap_margin(x, k, t, m);
@@ -1841,7 +1855,7 @@ static int fast_run(fast *F)
     }
 out:
     scratch *buffers[] = {&W.pairs_by_resid, &W.sort_keys,  &W.sort_tmp,
-                          &W.sort_out, &W.gap,            &W.join_ints, &W.join_longs};
+                          &W.sort_out, &W.gap,            &W.join_ints, &W.join_seams};
     for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
         free(buffers[i]->p);
     free(W.ix.at);
