@@ -1556,6 +1556,14 @@ static int update_region_index(const fast *F, walk *W)
             add[a++] = (indexed_meas){pair_key(q->a, q->b), j, q->reg - W->first, q->a, q->b, q->v};
     }
     qsort(add, (size_t)fresh, sizeof *add, cmp_indexed_meas);
+    /* each region's end moves up by the fresh measurements of the regions up to it (counted
+     * in the batch, not again over the whole index) */
+    a = 0;
+    for (int r = 0; r < nr; r++) {
+        while (a < fresh && add[a].reg == r)
+            a++;
+        ix->start[r + 1] += a;
+    }
     long i = 0, o = 0;
     a = 0;
     while (i < ix->n || a < fresh) {
@@ -1569,11 +1577,6 @@ static int update_region_index(const fast *F, walk *W)
     ix->spare = t;
     ix->n = o;
     ix->upto = F->nm;
-    memset(ix->start, 0, sizeof(long) * ((size_t)nr + 1));
-    for (long e = 0; e < ix->n; e++)
-        ix->start[ix->at[e].reg + 1]++;
-    for (int r = 0; r < nr; r++)
-        ix->start[r + 1] += ix->start[r];
     return TS_OK;
 }
 
