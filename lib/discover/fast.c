@@ -508,8 +508,8 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
         int start = (int)ts_rng_below(&F->rng, (uint64_t)nmem);
         if (F->apart[fx] >= nfrag - 1)
             continue;           /* apart from every other fragment: no test would be new */
-        for (int t = 0; t < tries; t++) {
-            int j = (start + t) % nmem;
+        /* (the scan wraps around by a comparison: a division per candidate was most of it) */
+        for (int t = 0, j = start; t < tries; t++, j = j + 1 < nmem ? j + 1 : 0) {
             if (j == i || taken[j])
                 continue;
             int fy = ts_uf_find(F->uf, freel[j]);
@@ -653,6 +653,26 @@ static uint64_t order_bits(double r)
     return u >> 63 ? ~u : u | (uint64_t)1 << 63;
 }
 
+#define RUN_INSERTION_MAX 16 /* runs of equal sort keys this short are sorted by insertion */
+
+/* x[0..n-1] in cmp_pair_resid's order (a total one: each pair has its own j, so any sort
+ * gives the same order). The runs sort_pair_resid leaves are mostly of two or three pairs,
+ * for which a qsort call cost more than the sort; insertion sorts them. */
+static void sort_run(pair_resid *x, long n)
+{
+    if (n > RUN_INSERTION_MAX) {
+        qsort(x, (size_t)n, sizeof *x, cmp_pair_resid);
+        return;
+    }
+    for (long i = 1; i < n; i++) {
+        pair_resid v = x[i];
+        long p = i;
+        for (; p > 0 && cmp_pair_resid(&x[p - 1], &v) > 0; p--)
+            x[p] = x[p - 1];
+        x[p] = v;
+    }
+}
+
 typedef struct sort_key {
     uint32_t bits;          /* 32 bits of order_bits below those all share: the order, up to ties */
     uint32_t at;            /* the pair's place in the unsorted array */
@@ -726,7 +746,7 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
         for (e = i + 1; e < n && key[e].bits == key[i].bits; e++)
             ;
         if (e - i > 1)
-            qsort(out + i, (size_t)(e - i), sizeof *out, cmp_pair_resid);
+            sort_run(out + i, e - i);
     }
     free(count);
     *sorted = out;
@@ -1282,7 +1302,9 @@ static int region_residuals(fast *F, walk *W, int r, const indexed_meas **atp, l
             sum += at[e].v - F->off[at[e].a] - F->off[at[e].b];
         if (F->dead[at[j].a] || F->dead[at[j].b])
             continue;
-        y[n++] = (pair_resid){sum / (double)(e - j), at[j].j, (uint32_t)j, (uint32_t)(e - j),
+        /* (most pairs are measured once: x / 1 is x, without a division) */
+        double mean = e - j == 1 ? sum : sum / (double)(e - j);
+        y[n++] = (pair_resid){mean, at[j].j, (uint32_t)j, (uint32_t)(e - j),
                               at[j].a, at[j].b};
     }
     pair_resid *sorted;
@@ -1452,7 +1474,8 @@ static void settle_star(fast *F, region *R, int *escalate)
         *escalate = 1;
         return;
     }
-    double res = star_resolution(&R->fit, &F->resolution);   /* (worked out once: the region settles) */
+    /* (worked out once: the region settles) */
+    double res = star_resolution(&R->fit, &F->resolution);
     R->state = STAR;
     R->unpowered = !powered;
     if (!isnan(res)) {
