@@ -42,7 +42,6 @@
  * different depths or unresolved regions and are measured again by fast_irregular.c. */
 #include <limits.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +49,7 @@
 #include "method.h"
 #include "fast_irregular.h"
 #include "offsets.h"
+#include "util/prefetch.h"
 #include "util/unionfind.h"
 #include "toposcope/rng.h"
 #include "toposcope/fast.h"
@@ -67,7 +67,6 @@
                               * whose samples all fell in the jitter's upper tail ... */
 #define STRAGGLERS 2         /* ... or that sit inside the gap, neither near nor far */
 #define SCAN_LIMIT 64        /* partner fragments a test is looked for among, at most */
-#define PREFETCH_AHEAD 8     /* elements ahead a loop of random accesses fetches (prefetch) */
 #define CUT_CANDIDATES 8     /* widest consistent gaps whose margins are computed */
 #define OFFSET_SWEEPS 3      /* Gauss-Seidel sweeps of the offset fit per decision ... */
 #define CARRIED_SWEEPS 2     /* ... and when it carries on from the last batch's (decide_depth) */
@@ -139,16 +138,6 @@ typedef struct region {
     double level;           /* median round trip of its class, for the tree's lengths */
     long nfrag, nsep;       /* fragments, and fragment pairs known apart */
 } region;
-
-/* Asks the cache for p's line ahead of its use, PREFETCH_AHEAD elements ahead in the loops
- * whose accesses fall at random in a big region's arrays of megabytes: waiting for memory was
- * most of their cost. (The fence, which emits no code, keeps GCC 12 from dropping the
- * prefetch as dead code in a loop.) */
-static void prefetch(const void *p)
-{
-    __builtin_prefetch(p);
-    atomic_signal_fence(memory_order_seq_cst);
-}
 
 /* A set of unordered pairs of ids (open addressing). A key's top bit is free (ids are ints,
  * never negative) for a mark its user gives it: PAIR_APART in F->far. */
@@ -249,10 +238,10 @@ static size_t pair_home(const pairset *s, uint64_t k)
     return (size_t)h & (s->cap - 1);
 }
 
-/* Asks the cache for the pair's slot ahead of its look-up (prefetch). */
+/* Asks the cache for the pair's slot ahead of its look-up (ts_prefetch). */
 static void pairset_prefetch(const pairset *s, int a, int b)
 {
-    prefetch(&s->key[pair_home(s, pair_key(a, b))]);
+    ts_prefetch(&s->key[pair_home(s, pair_key(a, b))], 1);
 }
 
 /* The slot of key k (unmarked): its own, or the empty one where it would go. */
@@ -737,8 +726,8 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
         tmp = t;
     }
     for (long i = 0; i < n; i++) {
-        if (i + PREFETCH_AHEAD < n)
-            prefetch(&y[key[i + PREFETCH_AHEAD].at]);
+        if (i + TS_PREFETCH_AHEAD < n)
+            ts_prefetch(&y[key[i + TS_PREFETCH_AHEAD].at], 0);
         out[i] = y[key[i].at];
     }
     /* the runs of equal keys (residuals equal, or nearly) by the comparison */
@@ -1392,8 +1381,8 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
      * (their class is a child's), far ones inside the band stay in it as this region's class,
      * stragglers and outliers leave it. Without one, every pair is this region's class. */
     for (long i = 0; i < np; i++) {
-        if (i + PREFETCH_AHEAD < np)
-            prefetch(&F->obs[y[i + PREFETCH_AHEAD].j]);
+        if (i + TS_PREFETCH_AHEAD < np)
+            ts_prefetch(&F->obs[y[i + TS_PREFETCH_AHEAD].j], 1);
         int cls = !g.significant ? ri : i < g.k + g.t || y[i].r > g.far_hi ? -1 : ri;
         F->obs[y[i].j].cls = cls;   /* (the first; x has the others, when measured again) */
         for (long e = (long)y[i].first + 1; e < (long)y[i].first + (long)y[i].n; e++)
@@ -1409,17 +1398,22 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
         return TS_OK;
     if (R->has_cut && join_fragments(F, y, g.k) != TS_OK)
         return TS_ENOMEM;
-    /* fragments and the fragment pairs known apart */
+    /* fragments and the fragment pairs known apart; the fragments are final for this decision,
+     * so every member now points straight at its fragment's root, which the far pairs below
+     * read in one load each */
     R->nfrag = 0;
-    for (int i = 0; i < nmem; i++)
-        R->nfrag += ts_uf_find(F->uf, mem[i]) == mem[i];
+    for (int i = 0; i < nmem; i++) {
+        F->uf[mem[i]] = ts_uf_find(F->uf, mem[i]);
+        R->nfrag += F->uf[mem[i]] == mem[i];
+    }
     R->nsep = 0;
     int rc = TS_OK;
     for (long i = g.k + g.t; R->has_cut && i < np && rc == TS_OK; i++) {
-        if (i + PREFETCH_AHEAD < np)
-            pairset_prefetch(&F->far, ts_uf_find(F->uf, y[i + PREFETCH_AHEAD].a),
-                             ts_uf_find(F->uf, y[i + PREFETCH_AHEAD].b));
-        int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
+        if (i + TS_PREFETCH_AHEAD < np) {
+            const pair_resid *ahead = &y[i + TS_PREFETCH_AHEAD];
+            pairset_prefetch(&F->far, F->uf[ahead->a], F->uf[ahead->b]);
+        }
+        int fa = F->uf[y[i].a], fb = F->uf[y[i].b];
         if (fa == fb || y[i].r > g.far_hi)
             continue;
         /* a fragment already apart from every other one has this pair apart in F->far: no look-up

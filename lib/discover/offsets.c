@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "offsets.h"
+#include "util/prefetch.h"
 
 #define HUBER_C 2.5         /* scales before an equation loses weight */
 
@@ -78,12 +79,19 @@ static int index_by_node(int n, const ts_offset_obs *obs, long m, ts_offset_work
     for (int i = 0; i < n; i++)
         start[i + 1] += start[i];
     memcpy(fill, start, sizeof(long) * (size_t)n);
-    for (long j = 0; j < m; j++)
+    for (long j = 0; j < m; j++) {
+        /* each node's equations are a stream of their own: thousands of them at random */
+        long k = j + TS_PREFETCH_AHEAD;
+        if (k < m && obs[k].cls >= 0) {
+            ts_prefetch(&eq[fill[obs[k].a]], 1);
+            ts_prefetch(&eq[fill[obs[k].b]], 1);
+        }
         if (obs[j].cls >= 0) {
             const ts_offset_obs *o = &obs[j];
             eq[fill[o->a]++] = (node_eq){o->b, o->cls, o->v};
             eq[fill[o->b]++] = (node_eq){o->a, o->cls, o->v};
         }
+    }
     *startp = start;
     *eqp = eq;
     return 0;
