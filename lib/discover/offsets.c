@@ -18,6 +18,16 @@ static double huber_weight(double resid, double scale)
     return a <= HUBER_C * scale || scale <= 0 ? 1.0 : HUBER_C * scale / a;
 }
 
+/* huber_weight(resid, scale) / scale^2, which a class's equations count by; precision is
+ * 1 / scale^2, worked out once a sweep for the class: the equations within HUBER_C scales,
+ * most of them, take it without a division of their own (the same division, so the same
+ * weight). */
+static double huber_precision(double resid, double scale, double precision)
+{
+    double h = huber_weight(resid, scale);
+    return h == 1.0 ? precision : h / (scale * scale);
+}
+
 /* One used equation as one of its nodes sees it: the other node, the class, the round trip. */
 typedef struct node_eq {
     int other, cls;
@@ -160,16 +170,19 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
     double *scale = calloc((size_t)ncls + 1, sizeof(double));
     double *sum = malloc(sizeof(double) * ((size_t)ncls + 1));
     double *wsum = malloc(sizeof(double) * ((size_t)ncls + 1));
+    double *precision = malloc(sizeof(double) * ((size_t)ncls + 1));
     /* without a caller's array the levels are the fit's own, and the last sweep's are not
      * worked out (only the offsets are wanted) */
     double *own_level = level ? NULL : malloc(sizeof(double) * ((size_t)ncls + 1));
     int want_levels = level != NULL;
     if (!level)
         level = own_level;
-    if (!scale || !sum || !wsum || !level || index_by_node(n, obs, m, work, &start, &eq)) {
+    if (!scale || !sum || !wsum || !precision || !level ||
+        index_by_node(n, obs, m, work, &start, &eq)) {
         free(scale);
         free(sum);
         free(wsum);
+        free(precision);
         free(own_level);
         return -1;
     }
@@ -184,6 +197,10 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
     if (shrink == 0)
         shrink = 1;
     for (int s = 0; s < sweeps; s++) {
+        for (int c = 0; c < ncls; c++) {
+            double sc = scale[c] > 0 ? scale[c] : 1;
+            precision[c] = 1 / (sc * sc);
+        }
         for (int i = 0; i < n; i++) {
             if (work->keep_unfitted && start[i] == start[i + 1])
                 continue;
@@ -197,7 +214,7 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
                 /* a class's equations count by its precision: the far pairs of a loaded top
                  * region vary by several us with the load, a leaf's pairs by the jitter */
                 double sc = scale[o->cls] > 0 ? scale[o->cls] : 1;
-                double w = huber_weight(x - off[i], sc) / (sc * sc);
+                double w = huber_precision(x - off[i], sc, precision[o->cls]);
                 num += w * x;
                 den += w;
             }
@@ -224,5 +241,6 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
     free(scale);
     free(sum);
     free(wsum);
+    free(precision);
     return 0;
 }
