@@ -827,16 +827,35 @@ static void join_in_order(join_order *J, const int *mem, int nmem, const pair_re
     }
 }
 
-/* The edge index at which a and b became connected (LONG_MAX: never). */
-static long connected_at(const join_order *J, int a, int b)
+/* The two entries of the seam table whose maximum is the seam at which a and b became
+ * connected: of the level whose spans of 2^level seams cover their positions' distance. */
+typedef struct seam_span {
+    const uint32_t *left, *right;
+} seam_span;
+
+static inline seam_span seam_entries(const join_order *J, int a, int b)
 {
     int lo = J->pos[a] < J->pos[b] ? J->pos[a] : J->pos[b];
     int hi = J->pos[a] < J->pos[b] ? J->pos[b] : J->pos[a];
-    int lv = 0;
-    while ((2 << lv) <= hi - lo)
-        lv++;
+    int lv = hi > lo ? 31 - __builtin_clz((unsigned)(hi - lo)) : 0;     /* floor(log2) */
     const uint32_t *row = J->seams + (size_t)lv * (size_t)J->nmem;
-    uint32_t left = row[lo], right = row[hi - (1 << lv)], seam = left > right ? left : right;
+    return (seam_span){&row[lo], &row[hi - (1 << lv)]};
+}
+
+/* Asks the cache for the entries connected_at(J, a, b) reads (ts_prefetch): the table is
+ * read at random, a pair at a time. */
+static inline void prefetch_connected_at(const join_order *J, int a, int b)
+{
+    seam_span s = seam_entries(J, a, b);
+    ts_prefetch(s.left, 0);
+    ts_prefetch(s.right, 0);
+}
+
+/* The edge index at which a and b became connected (LONG_MAX: never). */
+static inline long connected_at(const join_order *J, int a, int b)
+{
+    seam_span s = seam_entries(J, a, b);
+    uint32_t seam = *s.left > *s.right ? *s.left : *s.right;
     return seam == SEAM_NEVER ? LONG_MAX : (long)seam;
 }
 
@@ -893,6 +912,8 @@ static level_gap find_level_gap(const fast *F, walk *W, const int *mem, int nmem
     /* edge j violates every cut k with connected_at(j) < k <= j (a far pair inside a child) */
     long *conn = viol + m + 1;
     for (long j = 0; j < m; j++) {
+        if (j + TS_PREFETCH_AHEAD < m)
+            prefetch_connected_at(&J, x[j + TS_PREFETCH_AHEAD].a, x[j + TS_PREFETCH_AHEAD].b);
         long c = connected_at(&J, x[j].a, x[j].b);
         conn[j] = c;
         if (c < j) {
