@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "toposcope/probe.h"
+#include "util/prefetch.h"
 
 /* ---- robust statistics ---- */
 
@@ -335,6 +336,14 @@ static long pairdb_find_slot(const ts_pairdb *db, uint64_t key)
     return h;
 }
 
+/* Asks the cache for the slot where the pair's search starts (ts_prefetch): a round's pairs
+ * are recorded one after another, each at random in an index of megabytes. */
+static void pairdb_prefetch(const ts_pairdb *db, int a, int b)
+{
+    if (db->slot_cap)
+        ts_prefetch(&db->slot[mix64(pair_key(a, b)) & (uint64_t)(db->slot_cap - 1)], 0);
+}
+
 static int pairdb_grow(ts_pairdb *db)
 {
     long cap = db->slot_cap ? db->slot_cap * 2 : 1024;
@@ -503,6 +512,8 @@ int ts_probe_round_rule(ts_probe_engine *e, const ts_pair *pairs, int npairs,
     if (rc == TS_OK) {
         e->count.rounds++;
         for (int i = 0; i < npairs; i++) {
+            if (i + TS_PREFETCH_AHEAD < npairs)
+                pairdb_prefetch(e->db, res[i + TS_PREFETCH_AHEAD].a, res[i + TS_PREFETCH_AHEAD].b);
             e->count.probes++;
             e->count.samples += res[i].samples;
             e->count.lost += res[i].lost;
