@@ -421,8 +421,9 @@ typedef struct walk {
     int np[BATCH];
     ts_pair_stats *st;
     region_index ix;        /* this depth's measurements by region and pair */
-    scratch pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_seams;
-                            /* (region_residuals, sort_pair_resid, find_level_gap) */
+    scratch pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_seams,
+            index_fresh;    /* (region_residuals, sort_pair_resid, find_level_gap,
+                             * sort_fresh) */
 } walk;
 
 static void group_by_region(const fast *F, walk *W)
@@ -670,6 +671,74 @@ typedef struct sort_key {
 #define RADIX_BITS 11
 #define RADIX_MIN 512       /* fewer pairs than this: qsort */
 
+enum { RADIX_DIGITS = (32 + RADIX_BITS - 1) / RADIX_BITS, RADIX_BUCKETS = 1 << RADIX_BITS };
+
+/* One more key's digits into the counts radix_sort passes over. */
+static void radix_count(long (*count)[RADIX_BUCKETS], uint32_t bits)
+{
+    for (int d = 0; d < RADIX_DIGITS; d++)
+        count[d][bits >> (d * RADIX_BITS) & (RADIX_BUCKETS - 1)]++;
+}
+
+/* key[0..n-1] in the order of their bits, keys alike in the order they came (stable): a
+ * least-significant-digit radix sort, count holding their digits' counts (radix_count; it is
+ * used up), tmp as many keys again. A digit every key shares is passed over (the sign and
+ * exponent of residuals, mostly). Returns whichever of key and tmp holds the order. */
+static sort_key *radix_sort(sort_key *key, sort_key *tmp, long n, long (*count)[RADIX_BUCKETS])
+{
+    for (int d = 0; d < RADIX_DIGITS; d++) {
+        long *c = count[d], sum = 0;
+        if (c[key[0].bits >> (d * RADIX_BITS) & (RADIX_BUCKETS - 1)] == n)
+            continue;           /* every key has this digit alike */
+        for (int b = 0; b < RADIX_BUCKETS; b++) {
+            long here = c[b];
+            c[b] = sum;
+            sum += here;
+        }
+        for (long i = 0; i < n; i++)
+            tmp[c[key[i].bits >> (d * RADIX_BITS) & (RADIX_BUCKETS - 1)]++] = key[i];
+        sort_key *t = key;
+        key = tmp;
+        tmp = t;
+    }
+    return key;
+}
+
+/* Whether n elements are sorted by radix_sort: enough of them for it to pay (fewer: qsort),
+ * and their positions within its 32 bits. */
+static int radix_fits(long n)
+{
+    return n >= RADIX_MIN && n <= (long)UINT32_MAX;
+}
+
+/* A radix sort's buffers for n elements: the keys and their copy (W's scratch), their digits'
+ * counts (zeroed, calloc'd: the caller frees them), and the elements' sorted copy (the
+ * caller's scratch out, of elements of size bytes). */
+typedef struct radix_buffers {
+    sort_key *key, *tmp;
+    long (*count)[RADIX_BUCKETS];
+    void *sorted;
+} radix_buffers;
+
+/* Returns TS_OK, or TS_ENOMEM with nothing to free. */
+static int radix_buffers_get(walk *W, long n, scratch *out, size_t size, radix_buffers *rb)
+{
+    rb->key = scratch_get(&W->sort_keys, sizeof *rb->key * (size_t)n);
+    rb->tmp = scratch_get(&W->sort_tmp, sizeof *rb->tmp * (size_t)n);
+    rb->sorted = scratch_get(out, size * (size_t)n);
+    rb->count = rb->key && rb->tmp && rb->sorted ? calloc(RADIX_DIGITS, sizeof *rb->count) : NULL;
+    return rb->count ? TS_OK : TS_ENOMEM;
+}
+
+/* The end of the run of keys alike in their bits that starts at key[i] (of n, sorted). */
+static long run_end(const sort_key *key, long n, long i)
+{
+    long e = i + 1;
+    while (e < n && key[e].bits == key[i].bits)
+        e++;
+    return e;
+}
+
 /* y[0..n-1] in cmp_pair_resid's order, into *sorted (y itself, or W->sort_out). Every
  * decision of every batch sorts its regions' pairs by residual, and the residuals move with
  * every offset fit, so the order is found afresh each time, in linear time (a comparison sort
@@ -692,52 +761,29 @@ static int sort_pair_resid(walk *W, pair_resid *y, long n, pair_resid **sorted)
     int shared = 0;             /* leading bits all keys share, up to 32 */
     while (n > 0 && shared < 32 && !((lo ^ hi) >> (63 - shared) & 1))
         shared++;
-    if (n < RADIX_MIN || nan || n > (long)UINT32_MAX) {  /* (NaN has no place in the order) */
+    if (!radix_fits(n) || nan) {  /* (NaN has no place in the order) */
         qsort(y, (size_t)n, sizeof *y, cmp_pair_resid);
         return TS_OK;
     }
-    enum { DIGITS = (32 + RADIX_BITS - 1) / RADIX_BITS, BUCKETS = 1 << RADIX_BITS };
-    sort_key *key = scratch_get(&W->sort_keys, sizeof *key * (size_t)n);
-    sort_key *tmp = scratch_get(&W->sort_tmp, sizeof *tmp * (size_t)n);
-    pair_resid *out = scratch_get(&W->sort_out, sizeof *out * (size_t)n);
-    long (*count)[BUCKETS] = calloc(DIGITS, sizeof *count);
-    if (!key || !tmp || !out || !count) {
-        free(count);
+    radix_buffers rb;
+    if (radix_buffers_get(W, n, &W->sort_out, sizeof *y, &rb) != TS_OK)
         return TS_ENOMEM;
-    }
+    pair_resid *out = rb.sorted;
     for (long i = 0; i < n; i++) {
-        key[i] = (sort_key){(uint32_t)(order_bits(y[i].r) << shared >> 32), (uint32_t)i};
-        for (int d = 0; d < DIGITS; d++)
-            count[d][key[i].bits >> (d * RADIX_BITS) & (BUCKETS - 1)]++;
+        rb.key[i] = (sort_key){(uint32_t)(order_bits(y[i].r) << shared >> 32), (uint32_t)i};
+        radix_count(rb.count, rb.key[i].bits);
     }
-    for (int d = 0; d < DIGITS; d++) {
-        long *c = count[d], sum = 0;
-        if (c[key[0].bits >> (d * RADIX_BITS) & (BUCKETS - 1)] == n)
-            continue;           /* every key has this digit alike */
-        for (int b = 0; b < BUCKETS; b++) {
-            long here = c[b];
-            c[b] = sum;
-            sum += here;
-        }
-        for (long i = 0; i < n; i++)
-            tmp[c[key[i].bits >> (d * RADIX_BITS) & (BUCKETS - 1)]++] = key[i];
-        sort_key *t = key;
-        key = tmp;
-        tmp = t;
-    }
+    const sort_key *key = radix_sort(rb.key, rb.tmp, n, rb.count);
+    free(rb.count);
     for (long i = 0; i < n; i++) {
         if (i + TS_PREFETCH_AHEAD < n)
             ts_prefetch(&y[key[i + TS_PREFETCH_AHEAD].at], 0);
         out[i] = y[key[i].at];
     }
     /* the runs of equal keys (residuals equal, or nearly) by the comparison */
-    for (long i = 0, e; i < n; i = e) {
-        for (e = i + 1; e < n && key[e].bits == key[i].bits; e++)
-            ;
-        if (e - i > 1)
+    for (long i = 0, e; i < n; i = e)
+        if ((e = run_end(key, n, i)) - i > 1)
             sort_run(out + i, e - i);
-    }
-    free(count);
     *sorted = out;
     return TS_OK;
 }
@@ -1558,6 +1604,49 @@ static int cmp_indexed_meas(const void *x, const void *y)
     return (a->j > b->j) - (a->j < b->j);
 }
 
+/* A batch's measurements add[0..n-1] (of nr regions, over nnodes nodes), in position order,
+ * into cmp_indexed_meas's (region, pair, position) order at *sorted (add itself, or
+ * W->index_fresh): a radix sort on 32 bits of (region, pair), which keeps positions in order
+ * among equals; where 32 bits cannot hold all of (region, pair), the runs alike in them by
+ * the comparison (rare: a batch has few pairs so close). qsort's comparisons of every batch
+ * were ~2 % of the method's CPU at 8192 nodes. Returns TS_OK or TS_ENOMEM. */
+static int sort_fresh(walk *W, indexed_meas *add, long n, int nr, int nnodes,
+                      const indexed_meas **sorted)
+{
+    *sorted = add;
+    int node_bits = 0, region_bits = 0;
+    while ((1L << node_bits) < nnodes)
+        node_bits++;
+    while ((1L << region_bits) < nr)
+        region_bits++;
+    int bits = region_bits + 2 * node_bits, dropped = bits > 32 ? bits - 32 : 0;
+    radix_buffers rb;
+    if (!radix_fits(n) || bits > 64) {
+        qsort(add, (size_t)n, sizeof *add, cmp_indexed_meas);
+        return TS_OK;
+    }
+    if (radix_buffers_get(W, n, &W->index_fresh, sizeof *add, &rb) != TS_OK)
+        return TS_ENOMEM;
+    indexed_meas *out = rb.sorted;
+    for (long i = 0; i < n; i++) {
+        /* the pair as pair_key orders it: its higher node, then its lower */
+        uint64_t lo = (uint64_t)(add[i].a < add[i].b ? add[i].a : add[i].b);
+        uint64_t hi = (uint64_t)(add[i].a < add[i].b ? add[i].b : add[i].a);
+        uint64_t whole = (uint64_t)add[i].reg << 2 * node_bits | hi << node_bits | lo;
+        rb.key[i] = (sort_key){(uint32_t)(whole >> dropped), (uint32_t)i};
+        radix_count(rb.count, rb.key[i].bits);
+    }
+    const sort_key *key = radix_sort(rb.key, rb.tmp, n, rb.count);
+    free(rb.count);
+    for (long i = 0; i < n; i++)
+        out[i] = add[key[i].at];
+    for (long i = 0, e; dropped > 0 && i < n; i = e)
+        if ((e = run_end(key, n, i)) - i > 1)
+            qsort(out + i, (size_t)(e - i), sizeof *out, cmp_indexed_meas);
+    *sorted = out;
+    return TS_OK;
+}
+
 /* Brings W->ix up to the measurements taken since it was last brought up: they are sorted
  * among themselves (one batch) and merged in. A new depth, or samples per pair doubled (the
  * depth's measurements so far no longer count), starts it afresh. */
@@ -1584,16 +1673,20 @@ static int update_region_index(const fast *F, walk *W)
             return TS_ENOMEM;
         ix->cap = cap;
     }
-    /* the fresh ones sorted at the spare's end, then merged with the index from its start
-     * (the merge never overtakes them: it has written fewer than it has read) */
-    indexed_meas *add = ix->spare + ix->cap - fresh;
+    /* the fresh ones at the spare's end, sorted (there, or into W->index_fresh), then merged
+     * with the index from the spare's start (the merge never overtakes them: it has written
+     * fewer than it has read) */
+    indexed_meas *batch = ix->spare + ix->cap - fresh;
+    const indexed_meas *add;
     long a = 0;
     for (long j = ix->upto; j < F->nm; j++) {
         const meas *q = &F->M[j];
         if (q->reg >= W->first && q->reg < W->last && q->k == F->k)
-            add[a++] = (indexed_meas){pair_key(q->a, q->b), j, q->reg - W->first, q->a, q->b, q->v};
+            batch[a++] = (indexed_meas){pair_key(q->a, q->b), j, q->reg - W->first, q->a, q->b,
+                                        q->v};
     }
-    qsort(add, (size_t)fresh, sizeof *add, cmp_indexed_meas);
+    if (sort_fresh(W, batch, fresh, nr, F->n, &add) != TS_OK)
+        return TS_ENOMEM;
     /* each region's end moves up by the fresh measurements of the regions up to it (counted
      * in the batch, not again over the whole index) */
     a = 0;
@@ -1895,8 +1988,8 @@ static int fast_run(fast *F)
         F->depth++;
     }
 out:
-    scratch *buffers[] = {&W.pairs_by_resid, &W.sort_keys,  &W.sort_tmp,
-                          &W.sort_out, &W.gap,            &W.join_ints, &W.join_seams};
+    scratch *buffers[] = {&W.pairs_by_resid, &W.sort_keys, &W.sort_tmp,   &W.sort_out,
+                          &W.gap,            &W.join_ints, &W.join_seams, &W.index_fresh};
     for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
         free(buffers[i]->p);
     free(W.ix.at);
