@@ -99,8 +99,31 @@ run_case() {   # FABRIC-NAME: JOBS job pairs; leaves $D/FABRIC/{plain,topo}-N
   timeout 120 "$TB_DIR/down" > /dev/null 2>&1 || true
 }
 
+# The jobs of pair i (without and with, run back to back) share the machine's state of the
+# moment, so the ratio within each pair cancels what drifts between pairs: its median over the
+# pairs, and the interval of two of its order statistics that holds the median ratio with at
+# least 90 % confidence whatever their distribution (binomial: with 5 pairs the lowest and the
+# highest, 93.8 %). "Within 5 %" is shown only when that interval lies within 0.95-1.05.
+paired() {   # NAME KEY BETTER: "median (lo-hi, conf %)" of the pairs' ratios
+  local name=$1 key=$2 better=$3 i p t
+  for ((i = 1; i <= JOBS; i++)); do
+    p=$(value "$key" "$D/$name/plain-$i/hpccoutf.txt" 2>/dev/null) || continue
+    t=$(value "$key" "$D/$name/topo-$i/hpccoutf.txt" 2>/dev/null) || continue
+    [ -n "$p" ] && [ -n "$t" ] && awk -v p="$p" -v t="$t" -v b="$better" 'BEGIN { print (b == "high") ? t / p : p / t }'
+  done | sort -g | awk '{ r[NR] = $1 } END {
+    n = NR
+    if (n == 0) { print "-"; exit }
+    # the largest k whose order statistics r[k], r[n+1-k] cover the median with >= 90 %:
+    # 1 - 2 P(Binomial(n, 1/2) < k)
+    k = 0; below = 0; term = 0.5 ^ n
+    for (j = 0; 2 * (below + term) <= 0.10 && j < n / 2; j++) { below += term; term = term * (n - j) / (j + 1); k = j + 1 }
+    med = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+    if (k == 0) printf "%.2fx (too few pairs for an interval)", med
+    else printf "%.2fx (%.2f-%.2f, %.1f %%)", med, r[k], r[n + 1 - k], 100 * (1 - 2 * below) }'
+}
+
 # One row: the case, a metric, its median without and with, the ratio (better / worse way
-# round: above 1 when --topo-aware is better), how many jobs gave the values.
+# round: above 1 when --topo-aware is better), the pairs' ratio, how many jobs gave the values.
 range() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.4g-%.4g", lo, hi }'; }
 row() {   # NAME LABEL KEY BETTER(high|low)
   local name=$1 label=$2 key=$3 better=$4 plain topo n
@@ -109,9 +132,9 @@ row() {   # NAME LABEL KEY BETTER(high|low)
   topo=$(values topo | median)
   n="$(ls "$D/$name"/plain-*/hpccoutf.txt 2>/dev/null | wc -l)/$(ls "$D/$name"/topo-*/hpccoutf.txt 2>/dev/null | wc -l)"
   awk -v c="$name" -v l="$label" -v p="$plain" -v t="$topo" -v b="$better" -v n="$n" \
-      -v rp="$(values plain | range)" -v rt="$(values topo | range)" 'BEGIN {
+      -v rp="$(values plain | range)" -v rt="$(values topo | range)" -v pr="$(paired "$name" "$key" "$better")" 'BEGIN {
     r = (b == "high") ? t / p : p / t
-    printf "| %s | %s | %.4g | %.4g | %.2fx | %s | %s | %s |\n", c, l, p, t, r, rp, rt, n }'
+    printf "| %s | %s | %.4g | %.4g | %.2fx | %s | %s | %s | %s |\n", c, l, p, t, r, pr, rp, rt, n }'
 }
 
 if [ "${REPORT_ONLY:-0}" != 1 ]; then
@@ -126,10 +149,12 @@ echo "HPC Challenge (Debian's hpcc $(dpkg-query -W -f='${Version}' hpcc 2>/dev/n
 echo "cluster (etc/payoff/$(basename "$PARAMS"): 2 leaves of 4 nodes, $(sed -n 's/^link_latency_us: *//p' "$PARAMS") us per link, $(sed -n 's/^bandwidth_mbps: *//p' "$PARAMS") Mbit/s per node, leaf uplinks 4:1,"
 echo "jumbo frames), in sbatch jobs with a plain \`mpirun -np 8\`, without and with \`--topo-aware=compact\`;"
 echo "$JOBS jobs per case, medians. Ratio > 1: --topo-aware is better. Measured $(cat "$D/measured" 2>/dev/null || echo '?'),"
-echo "$(nproc) cores, $(uname -r)."
+echo "$(nproc) cores, $(uname -r). Ratio within pairs: job i without and job i with ran back to back; the"
+echo "median of the pairs' ratios, and the interval between two of them that holds the median ratio with"
+echo "the confidence shown, whatever their distribution (order statistics): \"within 5 %\" needs it inside 0.95-1.05."
 echo
-echo "| fabric | metric | without | with --topo-aware=compact | ratio | range without | range with | jobs (without/with) |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| fabric | metric | without | with --topo-aware=compact | ratio of medians | ratio within pairs: median (interval, confidence) | range without | range with | jobs (without/with) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for name in $FABRICS; do
   row "$name" "ring bandwidth, natural order (GB/s)" NaturallyOrderedRingBandwidth_GBytes high
   row "$name" "ring latency, natural order (us)" NaturallyOrderedRingLatency_usec low
