@@ -77,6 +77,7 @@ typedef struct agent_config {
     uid_t job_uid;
     gid_t job_gid;
     int pin_cpu;               /* pin the agent to one CPU while probing */
+    double level_step_ns;      /* the least a level of this fabric adds (0: the built-in) */
     const char *mode;          /* "prolog" or "step", recorded in status.yaml */
     double started_us;         /* when the budget began (agent_clock_us); 0: at agent_run, so
                                 * what the caller did first (resolving names, reading the

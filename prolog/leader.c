@@ -279,6 +279,7 @@ int leader_measure(leader *L, leader_result *R, ts_error *err)
         status = "fallback";
         snprintf(reason, sizeof reason, "no budget left after the rendezvous");
     } else if ((rc = ts_probe_engine_init(&e, &L->tp, &c->rule, budget_us, err)) == TS_OK) {
+        e.least_level_step_us = c->level_step_ns / 1e3;
         ts_measure_options mo;
         ts_measure_options_default(&mo);
         mo.method = c->method;

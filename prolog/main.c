@@ -156,6 +156,7 @@ int main(int argc, char **argv)
         {"method", required_argument, 0, AGENT_OPT_METHOD},
         {"probe-timeout-ms", required_argument, 0, AGENT_OPT_PTIMEOUT},
         {"max-samples", required_argument, 0, AGENT_OPT_MAXS}, {"no-pin", no_argument, 0, AGENT_OPT_NOPIN},
+        {"level-step-ns", required_argument, 0, AGENT_OPT_LEVEL_STEP},
         {"policy-dir", required_argument, 0, O_PDIR}, {"cpus-per-node", required_argument, 0, O_CPN},
         {"ntasks", required_argument, 0, O_NTASKS},
         {"policy-stdin", required_argument, 0, O_POLICY_STDIN},

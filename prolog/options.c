@@ -47,6 +47,11 @@ int agent_common_option(agent_config *c, const char *prog, int opt, const char *
             return bad(prog, "--max-samples wants a count from the minimum (3) to 256", arg);
         c->rule.max_samples = (int)v;
         return 1;
+    case AGENT_OPT_LEVEL_STEP:
+        if (agent_parse_uint(arg, TS_LEVEL_STEP_NS_MAX, &v) || v < TS_LEVEL_STEP_NS_MIN)
+            return bad(prog, "--level-step-ns wants nanoseconds, " TS_LEVEL_STEP_NS_RANGE_TEXT, arg);
+        c->level_step_ns = (double)v;
+        return 1;
     case AGENT_OPT_NOPIN:
         c->pin_cpu = 0;
         return 1;

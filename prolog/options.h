@@ -12,6 +12,7 @@ enum {
     AGENT_OPT_PTIMEOUT,
     AGENT_OPT_MAXS,
     AGENT_OPT_NOPIN,
+    AGENT_OPT_LEVEL_STEP,
 };
 
 /* "--budget-ms" and the others, for a program's longopts table */
@@ -20,7 +21,10 @@ enum {
     "  --method NAME        discovery method: fast (default), allpairs or shirai\n"              \
     "  --probe-timeout-ms MS  a probe unanswered this long is lost (default 10)\n"               \
     "  --max-samples N      most round trips per pair (default 32)\n"                             \
-    "  --no-pin             do not pin the agent to one CPU while probing\n"
+    "  --no-pin             do not pin the agent to one CPU while probing\n"                     \
+    "  --level-step-ns NS   the least one switch level of this fabric adds to a round trip\n"     \
+    "                       (default 400, the least of any real fabric's: a job on one switch\n" \
+    "                       is measured once a level this large would have shown)\n"
 
 int agent_parse_uint(const char *s, unsigned long max, unsigned long *out);
 

@@ -351,6 +351,7 @@ int main(int argc, char **argv)
         {"method", required_argument, 0, AGENT_OPT_METHOD},
         {"probe-timeout-ms", required_argument, 0, AGENT_OPT_PTIMEOUT},
         {"max-samples", required_argument, 0, AGENT_OPT_MAXS}, {"no-pin", no_argument, 0, AGENT_OPT_NOPIN},
+        {"level-step-ns", required_argument, 0, AGENT_OPT_LEVEL_STEP},
         {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     agent_config c;

@@ -414,17 +414,27 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     char refused[TS_ERROR_TEXT_MAX] = "";
     if (strchr(policy, '/'))
         policy_in = policy_as_user(policy, uid, gid, refused);
-    char parent[PARENT_MAX], budget[32], pbase[16], pspan[16];
+    char parent[PARENT_MAX], budget[32], pbase[16], pspan[16], step_ns[32];
     if (spool_parent(self, parent, sizeof parent) != 0)
         return 0;
     snprintf(budget, sizeof budget, "%ld", conf.budget_ms);
     snprintf(pbase, sizeof pbase, "%ld", conf.port_base);
     snprintf(pspan, sizeof pspan, "%ld", conf.port_span);
-    char *argv[] = {conf.prolog, "--job", (char *)job_s, "--nodes", (char *)nodes, "--self",
-                    (char *)self, strchr(policy, '/') ? "--policy-stdin" : "--policy", policy,
-                    "--policy-dir", conf.policy_dir, "--budget-ms", budget, "--port-base", pbase,
-                    "--port-span", pspan, "--spool", parent, refused[0] ? "--policy-error" : NULL,
-                    refused, NULL};
+    snprintf(step_ns, sizeof step_ns, "%ld", conf.level_step_ns);
+    char *argv[24] = {conf.prolog, "--job", (char *)job_s, "--nodes", (char *)nodes, "--self",
+                      (char *)self, strchr(policy, '/') ? "--policy-stdin" : "--policy", policy,
+                      "--policy-dir", conf.policy_dir, "--budget-ms", budget, "--port-base", pbase,
+                      "--port-span", pspan, "--spool", parent};
+    int argc = 19;
+    if (conf.level_step_ns > 0) {
+        argv[argc++] = "--level-step-ns";
+        argv[argc++] = step_ns;
+    }
+    if (refused[0]) {
+        argv[argc++] = "--policy-error";
+        argv[argc++] = refused;
+    }
+    argv[argc] = NULL;
     char errbuf[STDERR_KEEP + 1];
     int killed = 0, status = run_bounded(argv, policy_in, t0 + (double)conf.budget_ms + KILL_GRACE_MS,
                                          errbuf, &killed);

@@ -12,7 +12,8 @@ field() { awk -v k="$1:" '$1==k {print $2}' "$2"; }
 "$bin" --help > "$tmp/help" 2>&1; ok $? "toposcope --help"
 grep -q "sim" "$tmp/help"; ok $? "--help lists the sim command"
 "$bin" sim --help > "$tmp/simhelp" 2>&1; ok $? "toposcope sim --help"
-for opt in --fabric --params --profile --seed --fabric-seed --plan-seed --budget-ms --method --inject --out; do
+for opt in --fabric --params --profile --seed --fabric-seed --plan-seed --budget-ms --method --inject --out \
+           --level-step-ns; do
     grep -q -- "$opt" "$tmp/simhelp"; ok $? "sim --help documents $opt"
 done
 
@@ -58,6 +59,28 @@ ok $? "--plan-seed 0 is the default plan, and metrics.yaml records the plan seed
 [ "$(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "tree_exact:" && $2 == "true"' | wc -l)" = 3 ] &&
     [ "$(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { print $2 }' | sort -u | wc -l)" -gt 1 ]
 ok $? "fast, plan seeds 0, 4, 9: exact each time, with different plans (probes $(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { printf "%s ", $2 }'))"
+
+# A site's least level step (toposcope.yaml level_step_ns): 16 nodes on one switch under kernel
+# UDP, seeds 2-4, are partial with the built-in 400 ns (no level that small could be excluded)
+# and measured, still exact, once the site says its levels add at least 1600 ns; metrics.yaml
+# records the setting. Out of range: a clear error.
+"$bin" gen --regular 16 > "$tmp/flat16.conf"
+flat_ok=0
+for seed in 2 3 4; do
+    for site in built-in 1600; do
+        "$bin" sim --fabric "$tmp/flat16.conf" --seed $seed --fabric-seed $seed --no-links \
+            $([ $site = built-in ] || echo --level-step-ns $site) --out "$tmp/flat-$site" > "$tmp/log" 2>&1 || cat "$tmp/log"
+    done
+    [ "$(field status "$tmp/flat-built-in/metrics.yaml")" = partial ] &&
+        [ "$(field status "$tmp/flat-1600/metrics.yaml")" = measured ] &&
+        [ "$(field tree_exact "$tmp/flat-1600/metrics.yaml")" = true ] &&
+        [ "$(field level_step_ns "$tmp/flat-1600/metrics.yaml")" = 1600 ] &&
+        [ -z "$(field level_step_ns "$tmp/flat-built-in/metrics.yaml")" ] && flat_ok=$((flat_ok+1))
+done
+[ $flat_ok = 3 ]; ok $? "one switch, ethernet-udp: partial with the built-in least step, measured and exact with --level-step-ns 1600 ($flat_ok of 3 seeds)"
+"$bin" sim --fabric "$tmp/flat16.conf" --level-step-ns 20 --out "$tmp/bad" > "$tmp/log" 2>&1
+[ $? = 2 ] && grep -q "level-step-ns wants nanoseconds, 50 to 10000000, not '20'" "$tmp/log"
+ok $? "--level-step-ns 20 refused: $(cat "$tmp/log")"
 
 # A budget is never overrun: the result is flagged partial instead.
 "$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --method allpairs --budget-ms 5 --out "$tmp/budget" > "$tmp/log" 2>&1

@@ -60,6 +60,10 @@ static void sim_usage(FILE *out)
             "  --plan-seed N        varies the discovery planner's random choices (default 0: they\n"
             "                       depend on the node count only, as on a real job)\n"
             "  --budget-ms MS       measurement budget in virtual milliseconds (default 0: none)\n"
+            "  --level-step-ns NS   the least one switch level of this fabric adds to a round trip,\n"
+            "                       as a site would set it (toposcope.yaml level_step_ns; default\n"
+            "                       400, the least of any real fabric's): a job on one switch is\n"
+            "                       measured once a level this large would have shown\n"
             "  --inject SPEC        inject a fault (repeatable): degrade:LINK:+30%%, degrade:LINK:+5us,\n"
             "                       loss:LINK:20%%, dead:NODE, slowhost:NODE:+10us; a link is named by\n"
             "                       its lower end (a node for its access link, a switch for its uplink)\n"
@@ -115,6 +119,7 @@ typedef struct sim_options {
     int samples_first, samples_max;
     ts_estimator estimator;
     double bound_exact;
+    double level_step_ns;      /* 0: the built-in */
     int links;                 /* run the link stage */
     int link_extra_rounds;
     const char *baseline, *policy;
@@ -126,7 +131,7 @@ static int parse_options(int argc, char **argv, sim_options *o)
     enum { O_FABRIC = 256, O_OUT, O_PROFILE, O_PARAMS, O_METHOD, O_SEED, O_FSEED, O_BUDGET,
            O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX, O_LINK_EXTRA, O_NO_LINKS,
            O_BASELINE, O_POLICY, O_ANOMALY_Z, O_PSEED, O_ESTIMATOR, O_SAMPLES, O_SAMPLES_MAX,
-           O_BOUND_EXACT };
+           O_BOUND_EXACT, O_LEVEL_STEP };
     static const struct option longopts[] = {
         {"fabric", required_argument, 0, O_FABRIC}, {"out", required_argument, 0, O_OUT},
         {"profile", required_argument, 0, O_PROFILE}, {"params", required_argument, 0, O_PARAMS},
@@ -143,6 +148,7 @@ static int parse_options(int argc, char **argv, sim_options *o)
         {"estimator", required_argument, 0, O_ESTIMATOR}, {"samples", required_argument, 0, O_SAMPLES},
         {"samples-max", required_argument, 0, O_SAMPLES_MAX},
         {"bound-exact", required_argument, 0, O_BOUND_EXACT},
+        {"level-step-ns", required_argument, 0, O_LEVEL_STEP},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -231,6 +237,14 @@ static int parse_options(int argc, char **argv, sim_options *o)
             }
             *(c == O_SAMPLES ? &o->samples_first : &o->samples_max) = (int)u;
             break;
+        case O_LEVEL_STEP:
+            if (cli_parse_u64(optarg, &u) || u < TS_LEVEL_STEP_NS_MIN || u > TS_LEVEL_STEP_NS_MAX) {
+                cli_error("sim", "--level-step-ns wants nanoseconds, " TS_LEVEL_STEP_NS_RANGE_TEXT
+                          ", not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            o->level_step_ns = (double)u;
+            break;
         case O_BOUND_EXACT:
             if (cli_parse_double(optarg, &x) || !(x > 0.5 && x < 1)) {
                 cli_error("sim", "--bound-exact wants a share in (0.5, 1), not '%s'", optarg);
@@ -301,6 +315,8 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
     fprintf(m, "nodes: %d\n", truth->nnodes);
     fprintf(m, "estimator: %s\nsamples_first: %d\nsamples_max: %d\n", ts_estimator_name(o->estimator),
             o->samples_first, o->samples_max);
+    if (o->level_step_ns > 0)   /* the site's word; absent: fast's built-in least level step */
+        fprintf(m, "level_step_ns: %.0f\n", o->level_step_ns);
     fprintf(m, "probes: %ld\nsamples: %ld\nlost: %ld\nrounds: %ld\ncontrol_steps: %ld\n",
             e->count.probes, e->count.samples, e->count.lost, e->count.rounds, e->count.control_steps);
     fprintf(m, "sim_time_s: %.6f\n", sim_time_s);
@@ -684,6 +700,7 @@ int cmd_sim(int argc, char **argv)
         goto out;
     }
     engine.plan_seed = o.plan_seed;
+    engine.least_level_step_us = o.level_step_ns / 1e3;
     engine.samples_first = o.samples_first;
     engine.samples_max = o.samples_max;
     engine.estimator = o.estimator;

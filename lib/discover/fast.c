@@ -80,7 +80,8 @@
                               * failed it with this probability (star_resolution) */
 #define LEVEL_STEP_FLOOR_US 0.4 /* the least one level adds to a round trip on any real
                               * fabric: four traversals of the fastest published switch hop
-                              * (InfiniBand HDR/NDR, ~0.1 us; Ethernet's are 0.25-0.85 us) */
+                              * (InfiniBand HDR/NDR, ~0.1 us; Ethernet's are 0.25-0.85 us),
+                              * unless the site says its own (least_level_step_us) */
 #define STAR_CHILD 3         /* the children a hidden level is assumed to make: the smallest
                               * the gap test tells from chance (EDGE_MIN) */
 
@@ -185,6 +186,7 @@ typedef struct fast {
     double min_gap_us;      /* the narrowest gap of an accepted split */
     double noise_us;        /* the widest spacing at the edge of a gap a split stood on */
     double star_res_us;     /* the coarsest resolution of a star (star_resolution) */
+    double least_step_us;   /* the least a level of this fabric adds (settle_star) */
     int nunpowered;         /* stars without the power to see the step that matters ... */
     double unpowered_us;    /* ... and the coarsest of their resolutions */
     resolution_memo resolution;
@@ -1524,12 +1526,13 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
  * (star_resolution) must be STAR_STEP_SHARE of the smallest step split above it in the same
  * job or finer: the fabric's own scale, as its levels are built of like links. The top region
  * has no split above it and nothing in its data gives a level's size: there the step that
- * matters is the least any real fabric's level adds (LEVEL_STEP_FLOOR_US). Until then the
+ * matters is the least this fabric's level adds: the site's word (least_step_us) or the least
+ * any real fabric's adds (LEVEL_STEP_FLOOR_US). Until then the
  * region is measured again with twice the samples; a star still too coarse at F->kmax stands,
  * but unpowered: the result is partial, with the resolution as what could not be excluded. */
 static void settle_star(fast *F, region *R, int *escalate)
 {
-    double matters = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us : LEVEL_STEP_FLOOR_US;
+    double matters = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us : F->least_step_us;
     int powered = star_sees(&R->fit, matters);
     if (!powered && F->k < F->kmax) {
         *escalate = 1;
@@ -2170,6 +2173,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     if (F.kmax > TS_SAMPLES_MAX)
         F.kmax = TS_SAMPLES_MAX;
     F.k = F.kfirst;
+    F.least_step_us = e->least_level_step_us > 0 ? e->least_level_step_us : LEVEL_STEP_FLOOR_US;
     F.est = e->estimator == TS_ESTIMATE_MEAN ? TS_ESTIMATE_MEAN : TS_ESTIMATE_MIN;
     F.min_gap_us = INFINITY;
     F.offset_work.keep_unfitted = 1;

@@ -2,16 +2,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "toposcope/probe.h"
 #include "toposcope/siteconf.h"
 #include "util/ydoc.h"
 
 static const char *const mode_names[] = {"opt-in", "always", "off", NULL};
 
 enum { K_MODE, K_DEFAULT_POLICY, K_POLICY_DIR, K_BUDGET, K_PORT_BASE, K_PORT_SPAN, K_SPOOL,
-       K_RECORDS, K_PROLOG, K_EPILOG, K_STRICT, K_COUNT };
+       K_RECORDS, K_PROLOG, K_EPILOG, K_STRICT, K_LEVEL_STEP, K_COUNT };
 static const char *const keys[] = {"mode", "default_policy", "policy_dir", "budget_ms",
                                    "port_base", "port_span", "spool", "records", "prolog",
-                                   "epilog", "strict", NULL};
+                                   "epilog", "strict", "level_step_ns", NULL};
 
 const char *ts_site_mode_name(ts_site_mode m)
 {
@@ -51,6 +52,7 @@ static long *number_field(ts_siteconf *c, int k, long *lo, long *hi)
     case K_BUDGET: *lo = 50, *hi = 600000; return &c->budget_ms;
     case K_PORT_BASE: *lo = 1, *hi = 65535; return &c->port_base;
     case K_PORT_SPAN: *lo = 1, *hi = 65535; return &c->port_span;
+    case K_LEVEL_STEP: *lo = TS_LEVEL_STEP_NS_MIN, *hi = TS_LEVEL_STEP_NS_MAX; return &c->level_step_ns;
     default: return NULL;
     }
 }
@@ -154,7 +156,7 @@ int ts_siteconf_set(ts_siteconf *c, const char *arg, ts_error *err)
     if (k == K_COUNT)
         return ts_fail(err, TS_EINPUT, "unknown argument '%s' (known: conf, mode, default_policy, "
                        "policy_dir, budget_ms, port_base, port_span, spool, records, prolog, "
-                       "epilog, strict)", arg);
+                       "epilog, strict, level_step_ns)", arg);
     if (!eq)
         return ts_fail(err, TS_EINPUT, "argument '%s' wants a value: %s=VALUE", arg, keys[k]);
     const char *v = eq + 1;

@@ -48,6 +48,11 @@ typedef struct ts_stop_rule {
 } ts_stop_rule;
 
 #define TS_SAMPLES_MAX 256         /* hard cap of max_samples */
+/* A site's least level step (ts_probe_engine.least_level_step_us), in ns where it is a setting:
+ * from a fraction of the fastest switch hop to an emulated link of milliseconds. */
+#define TS_LEVEL_STEP_NS_MIN 50
+#define TS_LEVEL_STEP_NS_MAX 10000000
+#define TS_LEVEL_STEP_NS_RANGE_TEXT "50 to 10000000"
 
 void ts_stop_rule_default(ts_stop_rule *r);
 int ts_stop_rule_check(const ts_stop_rule *r, ts_error *err);
@@ -157,6 +162,12 @@ typedef struct ts_probe_engine {
      * on the node count only, so one job size always plans alike; other values vary the plans
      * for robustness checks (toposcope sim --plan-seed). */
     uint64_t plan_seed;
+    /* The least one switch level of this fabric adds to a round trip, as the site knows it
+     * (toposcope.yaml level_step_ns, --level-step-ns); 0: the least any real fabric's adds
+     * (fast.c, LEVEL_STEP_FLOOR_US). A job whose nodes hang from one switch is a measured star
+     * only once a level this large would have shown, so a larger value lets more such jobs be
+     * measured, and one larger than the fabric's true smallest step can hide a level. */
+    double least_level_step_us;
 } ts_probe_engine;
 
 int ts_probe_engine_init(ts_probe_engine *e, ts_transport *tp, const ts_stop_rule *rule,

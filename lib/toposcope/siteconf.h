@@ -14,6 +14,8 @@
  *   prolog: PATH            # toposcope-prolog
  *   epilog: PATH            # toposcope-epilog (issue G); absent: the epilog only cleans up
  *   strict: false           # accepted, no effect: a failed measurement never fails the prolog
+ *   level_step_ns: 1600     # the least one switch level of this fabric adds to a round trip;
+ *                           # absent: 400, the least of any real fabric's (toposcope.yaml(5))
  *
  * Parsing is bounded (TS_SITECONF_MAX_BYTES) and every message names FILE:LINE:COLUMN. */
 #ifndef TOPOSCOPE_SITECONF_H
@@ -37,6 +39,7 @@ typedef struct ts_siteconf {
     char prolog[TS_SITECONF_PATH_MAX];
     char epilog[TS_SITECONF_PATH_MAX];
     int strict;
+    long level_step_ns;        /* 0: not set, the prolog's built-in */
 } ts_siteconf;
 
 /* Built-in defaults; dirs of the installation (prolog path, policy dir) come from the caller. */

@@ -40,6 +40,8 @@ typedef int (*discover_fn)(ts_probe_engine *e, ts_utree *tree, ts_infer_report *
 
 /* The engine's plan_seed for the runs that follow (0: the plan a job of that size makes). */
 static uint64_t simrun_plan_seed;
+/* the site's least level step the next runs are given (ts_probe_engine.least_level_step_us) */
+static double simrun_least_step_us;
 
 /* Nodes hanging from the switch that node `node` hangs from in t. */
 static int siblings_of(const ts_utree *t, int node)
@@ -72,8 +74,10 @@ static run simulate_method_params(discover_fn discover, const char *what, ts_fab
         r.rc = ts_sim_create(&sim, truth, &m, seed * 7 + 1, &err);
     if (r.rc == TS_OK)
         r.rc = ts_probe_engine_init(&e, ts_sim_transport(sim), NULL, budget_us, &err);
-    if (r.rc == TS_OK)
+    if (r.rc == TS_OK) {
         e.plan_seed = simrun_plan_seed;
+        e.least_level_step_us = simrun_least_step_us;
+    }
     if (r.rc != TS_OK) {
         diag("setup: %s", err.text);
         return r;

@@ -457,6 +457,58 @@ static void test_star_power(void)
     ts_fabric_free(&flat);
 }
 
+/* A site that knows its fabric's least level step (toposcope.yaml level_step_ns) lets a job on
+ * one switch be measured once a level that large would have shown. Kernel UDP over Ethernet,
+ * where a level adds about 1.6 us a round trip: with that setting one switch is measured (the
+ * built-in 0.4 us leaves most such runs partial, test_star_power). Where a level shows, the
+ * setting has no say: two leaves under a root (a level of four links' 0.6 us, 2.4 us) and a
+ * 3-level tree come out as they do without it, seed by seed, and never wrong and measured. */
+static void test_site_level_step(void)
+{
+    static const int one[] = {16}, two[] = {2, 8}, three[] = {2, 2, 4};
+    ts_fabric flat, leaves, pods;
+    ts_error err = {{0}};
+    ts_fabric_init(&flat);
+    ts_fabric_init(&leaves);
+    ts_fabric_init(&pods);
+    if (ts_gen_regular(&flat, one, 1, 7, &err) != TS_OK || ts_gen_regular(&leaves, two, 2, 7, &err) != TS_OK ||
+        ts_gen_regular(&pods, three, 3, 7, &err) != TS_OK) {
+        ok(0, "setup: %s", err.text);
+        return;
+    }
+    int n = 20, flat_measured = 0, flat_exact = 0, wrong_measured = 0, differ = 0;
+    for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
+        simrun_least_step_us = 1.6;
+        run r = simulate(&flat, "ethernet-udp", 0, seed, 0);
+        flat_exact += r.rc == TS_OK && r.acc.tree_exact;
+        flat_measured += r.rc == TS_OK && !r.partial && r.nambiguous == 0 && r.nunpowered == 0 &&
+                         r.star_resolution_us <= 1.6;
+        ts_fabric *deeper[] = {&leaves, &pods};
+        for (int d = 0; d < 2; d++) {
+            int outcome[2];
+            for (int site = 0; site < 2; site++) {
+                simrun_least_step_us = site ? 1.6 : 0;
+                r = simulate(deeper[d], "ethernet-udp", 0, seed, 0);
+                int measured = r.rc == TS_OK && !r.partial && r.nambiguous == 0 && r.nunpowered == 0;
+                wrong_measured += measured && !r.acc.tree_exact;
+                outcome[site] = (r.rc == TS_OK) + 2 * measured + 4 * r.acc.tree_exact;
+            }
+            differ += outcome[0] != outcome[1];
+        }
+    }
+    simrun_least_step_us = 0;
+    /* 20 of 20 in the simulator's 20 seeds; 18 leaves room for other hardware draws */
+    ok(flat_exact == n && flat_measured >= 18,
+       "one switch, ethernet-udp, the site's least step 1.6 us: exact in %d/%d seeds, measured "
+       "within it in %d", flat_exact, n, flat_measured);
+    ok(differ == 0 && wrong_measured == 0,
+       "2 and 3 levels: %d of %d runs changed by the setting, %d wrong trees reported measured",
+       differ, 2 * n, wrong_measured);
+    ts_fabric_free(&flat);
+    ts_fabric_free(&leaves);
+    ts_fabric_free(&pods);
+}
+
 int main(void)
 {
     const char *sw = getenv("TS_FAST_SWEEP");
@@ -468,6 +520,7 @@ int main(void)
     }
     test_fat_trees("ethernet");
     test_fat_trees("infiniband");
+    test_site_level_step();
     test_realistic();
     test_small_leaves();
     test_tiny_jobs();

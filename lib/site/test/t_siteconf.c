@@ -32,15 +32,17 @@ static void test_keys(void)
     ts_siteconf_default(&c, NULL, NULL);
     ok(parse(&c, "mode: always\ndefault_policy: spread\npolicy_dir: /pol\nbudget_ms: 3000\n"
                  "port_base: 50000\nport_span: 10\nspool: /s/%n\nrecords: /r\nprolog: /bin/p\n"
-                 "epilog: /bin/e\nstrict: true\n", &err) == TS_OK, "every key %s", err.text);
+                 "epilog: /bin/e\nstrict: true\nlevel_step_ns: 1600\n", &err) == TS_OK, "every key %s", err.text);
     ok(c.mode == TS_MODE_ALWAYS && !strcmp(c.default_policy, "spread") && !strcmp(c.policy_dir, "/pol") &&
        c.budget_ms == 3000 && c.port_base == 50000 && c.port_span == 10 && !strcmp(c.spool, "/s/%n") &&
-       !strcmp(c.records, "/r") && !strcmp(c.prolog, "/bin/p") && !strcmp(c.epilog, "/bin/e") && c.strict,
+       !strcmp(c.records, "/r") && !strcmp(c.prolog, "/bin/p") && !strcmp(c.epilog, "/bin/e") && c.strict &&
+       c.level_step_ns == 1600,
        "all read");
     ok(ts_siteconf_set(&c, "budget_ms=700", &err) == TS_OK && c.budget_ms == 700, "budget_ms=700 overrides");
     ok(ts_siteconf_set(&c, "mode=off", &err) == TS_OK && c.mode == TS_MODE_OFF, "mode=off");
     ok(ts_siteconf_set(&c, "spool=/x/%n", &err) == TS_OK && !strcmp(c.spool, "/x/%n"), "spool=/x/%%n");
     ok(ts_siteconf_set(&c, "strict=false", &err) == TS_OK && !c.strict, "strict=false");
+    ok(ts_siteconf_set(&c, "level_step_ns=800", &err) == TS_OK && c.level_step_ns == 800, "level_step_ns=800");
     ok(!strcmp(ts_site_mode_name(TS_MODE_OPT_IN), "opt-in"), "mode names");
 }
 
@@ -56,6 +58,7 @@ static void test_bad(void)
         {"- a list\n", "must be a mapping"},
         {"spool: [a]\n", "must be a scalar"},
         {"mode: [\n", "site.yaml:"},
+        {"level_step_ns: 10\n", "site.yaml:1:16"},
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         ts_siteconf c, d;
@@ -74,6 +77,7 @@ static void test_bad(void)
         {"strict=1", "strict wants true or false"},
         {"prolog=bin/p", "prolog must be an absolute path"},
         {"port_base=65500", "passes port 65535"},
+        {"level_step_ns=0.4", "level_step_ns wants an integer from 50 to 10000000"},
     };
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         ts_siteconf c, d;
