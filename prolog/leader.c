@@ -209,6 +209,8 @@ static int leader_status(leader *L, const ts_measure *m, int measured, const cha
     free(unreachable);
     fprintf(f, "budget_ms: %g\n", c->budget_ms);
     fprintf(f, "method: %s\n", ts_method_name(c->method));
+    if (c->level_step_ns > 0)   /* the site's least level step (toposcope.yaml level_step_ns) */
+        fprintf(f, "level_step_ns: %.0f\n", c->level_step_ns);
     fprintf(f, "job_uid: %u\njob_gid: %u\n", (unsigned)c->job_uid, (unsigned)c->job_gid);
     fprintf(f, "# leader's clock, ms since it started\n");
     fprintf(f, "rendezvous_ms: %.1f\n", L->t_rdv);

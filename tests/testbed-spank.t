@@ -28,7 +28,7 @@ RANKS=$TB_BUILD/bin/twolevel_bcast
 BUDGET=1500
 export SLURM_CONF=$TB_CONF
 
-tb_tap_begin 46 "make; twolevel_bcast needs mpicc" "$TB_FABEMU" "$PLUGIN" "$PROLOG" "$RANKS"
+tb_tap_begin 47 "make; twolevel_bcast needs mpicc" "$TB_FABEMU" "$PLUGIN" "$PROLOG" "$RANKS"
 
 # Everything slurmd runs or reads lives in the state dir (each slurmd has a private /tmp).
 D=$TB_STATE/jobs/spank-t.$$
@@ -47,8 +47,10 @@ fi
 exec "$D/bin/toposcope-prolog" "\$@"
 WRAP
 chmod 755 "$D/bin/prolog-wrapper"
+# level_step_ns: the site's least level step reaches the agents (status.yaml says so); 3.2 us is
+# far below the emulated levels' 800 us, so it changes no tree here.
 conf() {   # SPOOL: toposcope.yaml, read afresh by every prolog and step
-  printf 'budget_ms: %s\nspool: %s\nprolog: %s\npolicy_dir: %s\n' "$BUDGET" "$1" \
+  printf 'budget_ms: %s\nspool: %s\nprolog: %s\npolicy_dir: %s\nlevel_step_ns: 3200\n' "$BUDGET" "$1" \
     "$D/bin/prolog-wrapper" "$D/policies" > "$D/toposcope.yaml"
 }
 conf "$D/spool/%n"
@@ -121,7 +123,7 @@ cat > "$J/job.sh" <<JOB
 #!/bin/bash
 $MCA_ENV
 env | grep -E '^(TOPOSCOPE_|OMPI_MCA_rmaps|LSB_AFFINITY)' | sort > $J/batch.env
-cp "\$TOPOSCOPE_RANKFILE" "\$TOPOSCOPE_HINTS" $J/
+cp "\$TOPOSCOPE_RANKFILE" "\$TOPOSCOPE_HINTS" "\$TOPOSCOPE_DIR/status.yaml" $J/
 exec mpirun -np 16 $D/bin/twolevel_bcast leaf 777
 JOB
 (cd "$J" && tb_sbatch_wait 180 -N8 --ntasks-per-node=2 --topo-aware=compact -t 3 \
@@ -137,6 +139,8 @@ grep -qx 'TOPOSCOPE_STATUS=measured' "$J/batch.env" &&
 ok $? "the batch script has TOPOSCOPE_STATUS=measured, the rankfile for Open MPI 4 and 5 and the hostfile"
 diag < "$J/batch.env"
 [ "$(wc -l < "$J/rankfile" 2>/dev/null)" = 16 ]; ok $? "the prolog wrote a rankfile of 16 ranks"
+grep -qx 'level_step_ns: 3200' "$J/status.yaml"
+ok $? "toposcope.yaml's level_step_ns reached the agents: status.yaml has level_step_ns: 3200"
 tb_ranks_ran "$J/out.txt" > "$J/ran.txt"
 tb_ranks_placed "$J/rankfile" "$J/hints.yaml" > "$J/placed.txt" 2>/dev/null
 cut -d' ' -f1,2 "$J/placed.txt" > "$J/want-hosts.txt"
