@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "options.h"
+#include "toposcope/siteconf.h"
 
 int agent_parse_uint(const char *s, unsigned long max, unsigned long *out)
 {

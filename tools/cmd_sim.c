@@ -23,6 +23,7 @@
 #include "toposcope/model.h"
 #include "toposcope/policy.h"
 #include "toposcope/probe.h"
+#include "toposcope/siteconf.h"
 #include "toposcope/sim.h"
 #include "toposcope/linksolve.h"
 #include "toposcope/linkreport.h"

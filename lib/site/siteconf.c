@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "toposcope/probe.h"
 #include "toposcope/siteconf.h"
 #include "util/ydoc.h"
 

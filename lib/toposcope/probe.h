@@ -48,11 +48,6 @@ typedef struct ts_stop_rule {
 } ts_stop_rule;
 
 #define TS_SAMPLES_MAX 256         /* hard cap of max_samples */
-/* A site's least level step (ts_probe_engine.least_level_step_us), in ns where it is a setting:
- * from a fraction of the fastest switch hop to an emulated link of milliseconds. */
-#define TS_LEVEL_STEP_NS_MIN 50
-#define TS_LEVEL_STEP_NS_MAX 10000000
-#define TS_LEVEL_STEP_NS_RANGE_TEXT "50 to 10000000"
 
 void ts_stop_rule_default(ts_stop_rule *r);
 int ts_stop_rule_check(const ts_stop_rule *r, ts_error *err);

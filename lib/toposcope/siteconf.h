@@ -26,6 +26,12 @@
 
 #define TS_SITECONF_MAX_BYTES (64 * 1024)
 #define TS_SITECONF_PATH_MAX 1024
+/* level_step_ns, the site's least level step (ts_probe_engine.least_level_step_us), wherever it
+ * is set (toposcope.yaml, --level-step-ns): from a fraction of the fastest switch hop to an
+ * emulated link of milliseconds */
+#define TS_LEVEL_STEP_NS_MIN 50
+#define TS_LEVEL_STEP_NS_MAX 10000000
+#define TS_LEVEL_STEP_NS_RANGE_TEXT "50 to 10000000"
 
 typedef enum ts_site_mode { TS_MODE_OPT_IN = 0, TS_MODE_ALWAYS, TS_MODE_OFF } ts_site_mode;
 
