@@ -302,10 +302,10 @@ done
 # Measured again on 2026-11-25 (two builds, 11 runs and one of 10 jobs alone, quiet machine):
 # exact in 113 of 120 jobs, clustered (7 of 10 in two runs, 9 or 10 in the others), none wrong
 # and measured; at that rate "9 of 10" fails about one run in eight. Again on 2026-11-25 (next
-# session, 5 runs of the test and 80 jobs alone, 1189d81): exact in 130 of 130. The jobs reach fast's
-# 48 samples per pair at about 1.2 s; a doubling past it is taken only while it fits in half
+# session, 5 runs of the test and 80 jobs alone, 1189d81): exact in 130 of 130. The jobs
+# reach fast's 48 samples per pair at about 1.2 s; a doubling past it is taken only while it fits in half
 # the measuring time left, which at 3 s it seldom does (4 of 20 jobs measured), at the default
-# 5 s it does (10 of 20 measured; all 40 jobs exact, none late, leader at most 3.4 s).
+# 5 s it does (16 of 40 measured; all 60 jobs exact, none late, leader at most 4.2 s).
 LOWSNR=$REPO/tests/data/agents/lowsnr-params.yaml
 PARAMS_DEMO=$PARAMS
 PARAMS=$LOWSNR      # compare (agents.sh) reads the emulator's delays from $PARAMS

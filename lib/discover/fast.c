@@ -59,6 +59,7 @@
 #define EDGE_PAIRS 16        /* pairs on each side of a gap its density is taken over, ... */
 #define EDGE_MIN 8           /* ... at least this many above it, and 3 below (so a region of
                               * 5 nodes or fewer, or a child of 2, is not told from chance) */
+#define TOLD_MIN_NODES 6     /* ... the fewest nodes of a region more samples can split */
 #define SAMPLES_FIRST 3      /* samples per pair; their minimum is the pair's estimate ... */
 #define SAMPLES_MAX 48       /* ... doubled up to this while a big region shows no gap (the
                               * defaults of e->samples_first, e->samples_max); under a deadline
@@ -1527,8 +1528,10 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     return rc;
 }
 
-/* Whether the depth's open regions may be measured again with twice the samples per pair: up
- * to F->kmax always; past it only under a deadline, while the doubled stage fits in
+/* Whether region R's depth may be measured again with twice the samples per pair for it: up
+ * to F->kmax always; past it only under a deadline, for a region big enough that its gap can
+ * be told from chance at all (no number of samples splits a smaller one: its time is better
+ * left to the additive method, hand_over_irregular), and while the doubled stage fits in
  * DOUBLING_SHARE of the time left. It runs the same rounds with twice the samples each, so it
  * is predicted at twice the time the current stage has taken.
  *
@@ -1537,11 +1540,11 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
  * tried and lost accuracy (1024 nodes, IPoIB: 55 of 60 seeds exact and 47 measured, against 59
  * and 58): a depth doubles because its data were inconclusive, and a minimum keeps the low
  * draws that made them so. */
-static int may_double(const fast *F)
+static int may_double(const fast *F, const region *R)
 {
     if (F->k < F->kmax)
         return 1;
-    if (F->k >= F->kdeadline)
+    if (F->k >= F->kdeadline || R->nmem < TOLD_MIN_NODES)
         return 0;
     double left = ts_probe_remaining_us(F->e), stage = ts_probe_now(F->e) - F->stage_start_us;
     return isfinite(left) && 2 * stage <= DOUBLING_SHARE * left;
@@ -1560,7 +1563,7 @@ static void settle_star(fast *F, region *R, int *escalate)
 {
     double matters = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us : F->least_step_us;
     int powered = star_sees(&R->fit, matters);
-    if (!powered && may_double(F)) {
+    if (!powered && may_double(F, R)) {
         *escalate = 1;
         return;
     }
@@ -1590,7 +1593,7 @@ static void settle_region(fast *F, region *R, int *escalate)
          * above a lower one that is) show in the far class: more samples, or unresolved */
         int ungrouped = !R->grouped && (R->group_z > 0.5 * sqrt(2 * log(1 / FALSE_SPLIT)) ||
                                         R->vary_z > LOF_Z);
-        if (apart && ungrouped && may_double(F)) {
+        if (apart && ungrouped && may_double(F, R)) {
             *escalate = 1;
         } else if (apart) {
             R->state = SPLIT;
@@ -1617,7 +1620,7 @@ static void settle_region(fast *F, region *R, int *escalate)
         settle_star(F, R, escalate);
     else if (!unsure)
         R->state = UNRESOLVED;                  /* big: no level shows at all */
-    else if (!may_double(F))
+    else if (!may_double(F, R))
         R->state = UNRESOLVED;
     else
         *escalate = 1;

@@ -546,6 +546,27 @@ static void test_doubling_deadline(void)
        "without one; %d late, %d wrong and measured (%d runs of other stages)", past_bounded, n,
        past_unbounded, late, wrong, uneven);
     ts_fabric_free(&flat);
+
+    /* Two leaves of two under one switch (kernel UDP: 48 samples per pair leave them
+     * unresolved): no number of samples splits four nodes (EDGE_MIN), so a budget buys them
+     * nothing past 48, and every run probes as it does without one. */
+    static const int pairs[] = {2, 2};
+    ts_fabric tiny;
+    ts_fabric_init(&tiny);
+    if (ts_gen_regular(&tiny, pairs, 2, 7, &err) != TS_OK) {
+        ok(0, "setup: %s", err.text);
+        return;
+    }
+    int same = 0;
+    for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
+        run r = simulate(&tiny, "ethernet-udp", 0, seed, 0);
+        run b = simulate(&tiny, "ethernet-udp", 0, seed, 1e6);
+        same += r.rc == TS_OK && b.rc == TS_OK && r.count.probes == b.count.probes &&
+                r.count.samples == b.count.samples;
+    }
+    ok(same == n, "four nodes in two leaves, ethernet-udp: a 1 s budget changes no run's probes (%d/%d "
+       "the same)", same, n);
+    ts_fabric_free(&tiny);
 }
 
 int main(void)
