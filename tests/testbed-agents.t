@@ -303,9 +303,10 @@ done
 # exact in 113 of 120 jobs, clustered (7 of 10 in two runs, 9 or 10 in the others), none wrong
 # and measured; at that rate "9 of 10" fails about one run in eight. Again on 2026-11-25 (next
 # session, 5 runs of the test and 80 jobs alone, 1189d81): exact in 130 of 130. The jobs
-# reach fast's 48 samples per pair at about 1.2 s; a doubling past it is taken only while it fits in half
-# the measuring time left, which at 3 s it seldom does (4 of 20 jobs measured), at the default
-# 5 s it does (16 of 40 measured; all 60 jobs exact, none late, leader at most 4.2 s).
+# reach fast's 48 samples per pair at about 1.2 s; a doubling past it is taken only while it
+# fits in half the measuring time left, which at 3 s it seldom does (4 of 20 jobs measured),
+# at the default 5 s it does (16 of 40 measured; all 60 jobs exact, none late, leader at most
+# 4.2 s).
 LOWSNR=$REPO/tests/data/agents/lowsnr-params.yaml
 PARAMS_DEMO=$PARAMS
 PARAMS=$LOWSNR      # compare (agents.sh) reads the emulator's delays from $PARAMS
