@@ -269,10 +269,14 @@ int wire_result_decode(const uint8_t *p, size_t n, wire_result *r)
     if (s->samples > TS_SAMPLES_MAX || s->flags & ~(unsigned)0xf || !(s->time_us >= 0) ||
         !isfinite(s->time_us))
         return -1;
-    /* with samples every statistic is a finite non-negative time; without, none is used */
+    /* With samples every statistic is a finite non-negative time, but for the interval's
+     * half-width, which one sample leaves unknown: +infinity (ts_sampler_finish). A pair that
+     * answered once before three losses in a row sends just that; refused, its RESULT was
+     * resent as the same datagram, a replay from then on, and the round waited for it until
+     * the deadline. Without samples none is used. */
     if (s->samples > 0)
         for (int i = 0; i < 6; i++)
-            if (!(*d[i] >= 0) || !isfinite(*d[i]))
+            if (!(*d[i] >= 0) || (!isfinite(*d[i]) && !(d[i] == &s->ci_us && s->samples == 1)))
                 return -1;
     return 0;
 }

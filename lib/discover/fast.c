@@ -67,6 +67,9 @@
 #define DOUBLING_SHARE 0.5   /* a doubling past SAMPLES_MAX must fit in this share of the time
                               * left: the rest is for the depths below and the link stage */
 #define BATCH 4              /* rounds planned per gather/scatter step */
+#define SILENT_PAIRS 2       /* a node none answered in this many pairs, and never any other,
+                              * is left out: one pair's losses in a row (3 at 20 % loss on one
+                              * link, both ways: 1 pair in 20) blame both its nodes alike */
 #define STAR_PROOF_MAX 64    /* a region this small runs a full tournament to prove a star */
 #define CUT_OUTLIERS 0.002   /* share of far pairs that may join connected nodes: near pairs
                               * whose samples all fell in the jitter's upper tail ... */
@@ -168,6 +171,7 @@ typedef struct fast {
     ts_estimator est;       /* the pairs' estimate: the minimum unless the caller chose */
     int *reg;               /* node -> region, -1 when placed or unreachable */
     unsigned char *dead;
+    unsigned char *silent;  /* a node's pairs that got no answer, while it has had none */
     int *count;             /* answered pairs per node */
     region *R;
     int nreg, capreg;
@@ -579,10 +583,10 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
         if (st[i].samples == 0) {
             /* a node that never answered anyone is left out of the tree */
             if (st[i].flags & TS_PAIR_UNREACHABLE) {
-                if (F->count[st[i].a] == 0)
-                    F->dead[st[i].a] = 1;
-                if (F->count[st[i].b] == 0)
-                    F->dead[st[i].b] = 1;
+                int ends[2] = {st[i].a, st[i].b};
+                for (int e = 0; e < 2; e++)
+                    if (F->count[ends[e]] == 0 && ++F->silent[ends[e]] >= SILENT_PAIRS)
+                        F->dead[ends[e]] = 1;
             }
             continue;
         }
@@ -2220,8 +2224,9 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.prior = calloc((size_t)n, sizeof(double));
     F.prior_w = calloc((size_t)n, sizeof(double));
     F.dead = calloc((size_t)n, 1);
+    F.silent = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior && F.prior_w && F.dead && F.count && pairset_init(&F.far, 1024) == 0
+    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior && F.prior_w && F.dead && F.silent && F.count && pairset_init(&F.far, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
         rc = fast_run(&F);
@@ -2246,6 +2251,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.prior_w);
     ts_offset_work_free(&F.offset_work);
     free(F.dead);
+    free(F.silent);
     free(F.count);
     free(F.far.key);
     free(F.R);

@@ -1,5 +1,6 @@
 /* The agents' wire format: round trips of every payload, and every way a datagram is refused
  * (each counted under its reason, never decoded past the fixed header). */
+#include <math.h>
 #include <string.h>
 #include "tap.h"
 #include "wire.h"
@@ -126,6 +127,33 @@ int main(void)
            res2.st.est_us == 811 && res2.st.flags == TS_PAIR_TIGHT, "RESULT round trip");
     rp[4] = 0xff;                         /* 65280 samples */
     ok(wire_result_decode(rp, sizeof rp, &res2) != 0, "RESULT with more samples than possible: refused");
+    /* What the sampler makes of one answer and then max_lost losses in a row (a lossy link):
+     * its half-width is unknown, +infinity. The leader must take it: refused, the worker's
+     * resends of the same datagram were replays, and the round waited until the deadline. */
+    ts_stop_rule one_rule;
+    ts_stop_rule_default(&one_rule);
+    one_rule.estimator = TS_ESTIMATE_MIN;
+    one_rule.min_samples = one_rule.max_samples = 3;
+    ts_sampler sm;
+    ts_sampler_start(&sm, &one_rule);
+    ts_sampler_add(&sm, 800);
+    for (int i = 0; i < one_rule.max_lost; i++)
+        ts_sampler_add_loss(&sm, 10000);
+    wire_result one = {.round = 7};
+    ts_sampler_finish(&sm, 2, 3, &one.st);
+    wire_result_encode(&one, rp);
+    ok(ts_sampler_done(&sm) && one.st.samples == 1 && isinf(one.st.ci_us) &&
+           wire_result_decode(rp, sizeof rp, &res2) == 0 && res2.st.samples == 1 &&
+           res2.st.min_us == 800 && isinf(res2.st.ci_us),
+       "RESULT of one answer before losses in a row (half-width +inf): accepted");
+    res.st.ci_us = INFINITY;
+    wire_result_encode(&res, rp);
+    ok(wire_result_decode(rp, sizeof rp, &res2) != 0,
+       "RESULT of 32 samples with an infinite half-width: refused");
+    res.st.ci_us = 4;
+    res.st.min_us = NAN;
+    wire_result_encode(&res, rp);
+    ok(wire_result_decode(rp, sizeof rp, &res2) != 0, "RESULT with samples and a NaN minimum: refused");
 
     /* FILE chunks: bounds */
     const char *text = "SwitchName=s1 Nodes=node[1-8]\n";
