@@ -2226,7 +2226,8 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.dead = calloc((size_t)n, 1);
     F.silent = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
-    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior && F.prior_w && F.dead && F.silent && F.count && pairset_init(&F.far, 1024) == 0
+    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior &&
+                 F.prior_w && F.dead && F.silent && F.count && pairset_init(&F.far, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK)
         rc = fast_run(&F);

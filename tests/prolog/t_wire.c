@@ -153,7 +153,8 @@ int main(void)
     res.st.ci_us = 4;
     res.st.min_us = NAN;
     wire_result_encode(&res, rp);
-    ok(wire_result_decode(rp, sizeof rp, &res2) != 0, "RESULT with samples and a NaN minimum: refused");
+    ok(wire_result_decode(rp, sizeof rp, &res2) != 0,
+       "RESULT with samples and a NaN minimum: refused");
 
     /* FILE chunks: bounds */
     const char *text = "SwitchName=s1 Nodes=node[1-8]\n";

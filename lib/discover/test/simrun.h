@@ -42,7 +42,8 @@ typedef int (*discover_fn)(ts_probe_engine *e, ts_utree *tree, ts_infer_report *
 static uint64_t simrun_plan_seed;
 /* the site's least level step the next runs are given (ts_probe_engine.least_level_step_us) */
 static double simrun_least_step_us;
-/* the most samples per pair the next runs' methods take (ts_probe_engine.samples_max; 0: their own) */
+/* the most samples per pair the next runs' methods take (ts_probe_engine.samples_max; 0: each
+ * method's own) */
 static int simrun_samples_max;
 
 /* Nodes hanging from the switch that node `node` hangs from in t. */
