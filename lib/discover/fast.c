@@ -1758,9 +1758,18 @@ static int update_region_index(const fast *F, walk *W)
  * time. A region's first batches after its cut, when the batch still adds a large share,
  * keep both passes, and so does a small region (a tournament, the tests of its children), a
  * batch there adding a large share of its pairs. Then the measurements F->M[batch_first, nm)
- * of the regions of one pass go into their class by the band of the last decision: inside the
- * far class's band they are the region's class, below it near (a child's) or in the gap, above
- * it outliers; the latter leave the fit as the decision would have them leave. Returns 1 when
+ * of the regions of one pass, and of the small regions with a cut, go into their class by the
+ * band of the last decision: inside the far class's band they are the region's class, below
+ * it near (a child's) or in the gap, above it outliers; the latter leave the fit as the
+ * decision would have them leave. A small region's tournament measures its pairs again, so
+ * that band was drawn on the same pairs; left in the region's class, as store_round puts
+ * them, a new near pair pulled its two nodes' offsets down by a level in the first pass's fit
+ * (leaves of two nodes have one near pair each): that pass saw no cut, the second fitted near
+ * and far pairs as one class, and the children's pairs grouped into a switch the fabric does
+ * not have, reported measured (1 to 4 in 20 steps of 8 nodes on the testbed, 0 of 24 since).
+ * A big region's first batches after its cut draw mostly new pairs, on offsets still rough:
+ * its first pass classifies them afresh (by the band, 1 of 4 IPoIB runs on 1024 nodes lost its
+ * cut and ended partial). Returns 1 when
  * some open region still takes both passes, 0 if none does, -1 when out of memory. */
 static int classify_batch(fast *F, const walk *W, long batch_first)
 {
@@ -1784,7 +1793,7 @@ static int classify_batch(fast *F, const walk *W, long batch_first)
         if (q->reg < W->first || q->reg >= W->last)
             continue;
         const region *R = &F->R[q->reg];
-        if (!R->one_pass)
+        if (!R->one_pass && !(R->has_cut && R->nmem <= STAR_PROOF_MAX))
             continue;
         double x = q->v - F->off[q->a] - F->off[q->b];
         F->obs[j].cls = x >= R->far_lo && x <= R->far_hi ? q->reg : -1;
