@@ -940,6 +940,21 @@ static double difference_sd(double se_obs, const ts_baseline_link *b, double rat
     return sqrt(s_obs * s_obs + (M_PI / 2) * s_b * s_b / (b->count > 0 ? b->count : 1));
 }
 
+/* The loss a lossy link's score ranks it by: the one-sided 95% lower bound (Wilson) of the share
+ * of its probes lost, `lost` of `sent`. A link above a lossy one whose every pair crosses it
+ * (a node's access link under a lossy leaf uplink) loses as large a share of fewer probes: by
+ * its rate alone it ranked above the link at fault as often as not; by what its probes show
+ * for certain, the link with the more evidence, the shared one, comes first. */
+static double loss_lower_bound(double lost, double sent)
+{
+    if (!(sent > 0))
+        return 0;
+    const double z = 1.6449;     /* one-sided 95% */
+    double p = fmin(fmax(lost / sent, 0), 1), z2n = z * z / sent;
+    double centre = p + z2n / 2, half = z * sqrt(p * (1 - p) / sent + z2n / (4 * sent));
+    return fmax(0, (centre - half) / (1 + z2n));
+}
+
 int ts_anomaly_detect(const ts_link_obs_set *obs, const ts_baseline *b, const ts_detect_options *o,
                       ts_anomaly_list *out, ts_error *err)
 {
@@ -970,7 +985,8 @@ int ts_anomaly_detect(const ts_link_obs_set *obs, const ts_baseline *b, const ts
             a->excess_pct = bl && bl->median_us > 0 ? 100 * a->excess_us / bl->median_us : NAN;
             a->z = NAN;
             a->loss_pct = loss;
-            a->score = TS_ANOMALY_SCORE_LOSS + fmin(loss, 100);
+            double sent = x->pairs * typical;
+            a->score = TS_ANOMALY_SCORE_LOSS + 100 * loss_lower_bound(sent - x->samples, sent);
             continue;
         }
         if (!bl || bl->access != x->access || !isfinite(x->est_us))

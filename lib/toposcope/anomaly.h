@@ -168,7 +168,8 @@ typedef struct ts_anomaly {
     double z;                        /* excess in standard deviations of the difference */
     double loss_pct;                 /* TS_ANOMALY_LOSS: probes its pairs lost, NAN otherwise */
     double score;                    /* severity: z (below TS_ANOMALY_SCORE_LOSS), TS_ANOMALY_SCORE_LOSS
-                                      * + loss_pct for a lossy link, TS_ANOMALY_SCORE_UNREACHABLE
+                                      * + the 95% lower bound of loss_pct (its probes' evidence)
+                                      * for a lossy link, TS_ANOMALY_SCORE_UNREACHABLE
                                       * for a silent node */
 } ts_anomaly;
 
@@ -191,7 +192,9 @@ void ts_anomaly_list_free(ts_anomaly_list *l);
 /* Compare every observed link that has a baseline entry; append the slow ones. Independent of
  * any baseline, a link whose pairs got fewer answered probes per pair than the job's median link
  * (every pair of a link round sends the same number of probes) by loss_pct or more is lossy:
- * one lossy link thins all of its own pairs, a neighbour only the few that cross it. */
+ * one lossy link thins all of its own pairs, a neighbour only the few that cross it. Lossy
+ * links rank by the lower bound of their loss, so that of two with the same share the one
+ * with more probes behind it (the link its neighbour's pairs all cross) comes first. */
 int ts_anomaly_detect(const ts_link_obs_set *obs, const ts_baseline *b, const ts_detect_options *o,
                       ts_anomaly_list *out, ts_error *err);
 /* A node that did not answer: an anomaly of its access link. */

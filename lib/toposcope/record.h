@@ -15,7 +15,7 @@
  *     - {link: "node3", kind: access, reason: slow, expected_us: 200.0, observed_us: 401.0,
  *        excess_pct: 100.5, excess_us: 201.0, score: 40.2}
  *     - {link: "leaf2", kind: uplink, reason: loss, expected_us: 399.0, observed_us: 401.0,
- *        excess_pct: 0.5, excess_us: 2.0, loss_pct: 41.0, score: 541.0}
+ *        excess_pct: 0.5, excess_us: 2.0, loss_pct: 41.0, score: 535.8}
  *
  * Links are named as in toposcope/anomaly.h (node, admin switch or node set). The reader takes
  * untrusted input: bounded, no recursion, and every refusal names FILE:LINE:COLUMN. It streams:

@@ -152,6 +152,42 @@ static void test_detection(void)
     ts_baseline_free(&b);
 }
 
+/* Lossy links: of two that lost the same share of their probes, the one with more probes
+ * behind it ranks first (a leaf uplink whose loss every pair of a node below it shares, and
+ * that node's access link); a clear rate difference still ranks by the rate; a link losing
+ * less than the threshold is not flagged. */
+static void test_loss_ranking(void)
+{
+    ts_baseline b;
+    ts_baseline_init(&b);
+    enum { NLINKS = 8 };
+    ts_link_obs o[NLINKS] = {
+        obs("uplink", 0, 2.6, 0.1), obs("node", 1, 8.0, 0.1), obs("worse", 1, 8.0, 0.1),
+        obs("ok1", 1, 8.0, 0.1), obs("ok2", 1, 8.0, 0.1), obs("ok3", 0, 2.6, 0.1),
+        obs("ok4", 1, 8.0, 0.1), obs("ok5", 1, 8.0, 0.1),
+    };
+    /* 32 probes per pair (the healthy links', the median); 37.1 %, 37.5 % and 75 % lost */
+    long samples[NLINKS] = { 161, 100, 40, 160, 160, 256, 160, 160 };
+    int pairs[NLINKS] = { 8, 5, 5, 5, 5, 8, 5, 5 };
+    for (int i = 0; i < NLINKS; i++)
+        o[i].samples = samples[i], o[i].pairs = pairs[i];
+    ts_link_obs_set set = { NLINKS, o };
+    ts_detect_options d;
+    ts_detect_options_default(&d);
+    ts_anomaly_list l = { 0 };
+    ts_error err = {{0}};
+    ok(ts_anomaly_detect(&set, &b, &d, &l, &err) == TS_OK, "loss: detect");
+    ts_anomaly_sort(&l);
+    ok(l.n == 3, "loss: three lossy links (%d)", l.n);
+    ok(l.n == 3 && !strcmp(l.a[0].id, "worse") && !strcmp(l.a[1].id, "uplink") && !strcmp(l.a[2].id, "node"),
+       "loss: 75%% first, then 37.1%% of 256 probes above 37.5%% of 160 (%s, %s, %s)",
+       l.n > 0 ? l.a[0].id : "-", l.n > 1 ? l.a[1].id : "-", l.n > 2 ? l.a[2].id : "-");
+    ok(l.n == 3 && fabs(l.a[2].loss_pct - 37.5) < 1e-9 && l.a[2].score > TS_ANOMALY_SCORE_LOSS &&
+       l.a[2].score < TS_ANOMALY_SCORE_LOSS + 37.5, "loss: loss_pct is the rate, the score its lower bound");
+    ts_anomaly_list_free(&l);
+    ts_baseline_free(&b);
+}
+
 /* A record's ids read back against topology.conf: exact, from the other side, within, none,
  * hashed; one matcher reused for a second job. */
 static void test_match(void)
@@ -230,5 +266,6 @@ int main(void)
     test_match();
     test_baseline_file();
     test_detection();
+    test_loss_ranking();
     return done_testing();
 }
