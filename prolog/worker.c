@@ -114,8 +114,14 @@ static double worker_probe(void *ctx)
             /* busy-poll: the reply is due now, and a wake-up from sleep would add tens of µs */
             socklen_t fl = sizeof from;
             n = recvfrom(w->fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
-            if (n < 0)
+            if (n < 0) {
+                /* Spin, but hand the CPU to whatever else is ready on it: where agents share
+                 * CPUs (several jobs on a node, an emulated cluster) that is often the very
+                 * agent whose reply this one waits for, or one that owes another prober a
+                 * reply. Alone on its CPU, the call returns at once. */
+                sched_yield();
                 continue;
+            }
         } else {
             double until = isfinite(expect) && t < expect - SPIN_EARLY_US ? expect - SPIN_EARLY_US : give_up;
             n = recv_until(w->fd, until, buf, sizeof buf, &from);
