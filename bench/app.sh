@@ -47,10 +47,10 @@ cp "$REPO"/policies/*.yaml "$D/policies/"
 export TESTBED_PLUGSTACK="optional $D/bin/spank_toposcope.so mode=opt-in budget_ms=2500 spool=$D/spool/%n prolog=$D/bin/toposcope-prolog policy_dir=$D/policies"
 # Jumbo frames: a sixth of the frames for the emulator to forward at the same rate.
 export TESTBED_MTU=9000
-# The emulator on the last CPU, the ranks bound to the first (below): left to the scheduler, the
-# emulator shared the ranks' CPU for whole jobs at a time, and hpcc's ring latency came out at
-# 280 or 500 us per job, with and without --topo-aware alike (ring bandwidth +-15 %).
-export TESTBED_FABEMU_ARGS="--cpu $(($(nproc) - 1))"
+# The testbed runs the emulator on the last CPU and the nodes on the first (tests/testbed/up):
+# left to the scheduler, the emulator shared the ranks' CPU for whole jobs at a time, and hpcc's
+# ring latency came out at 280 or 500 us per job, with and without --topo-aware alike (ring
+# bandwidth +-15 %).
 
 # The job: hpcc in a directory of its own (it writes hpccoutf.txt beside hpccinf.txt), then,
 # in --topo-aware jobs, the two broadcasts. Every mpirun is plain: the plugin's environment

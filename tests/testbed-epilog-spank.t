@@ -104,8 +104,13 @@ print(len(got), flush=True)
 time.sleep(hold)
 EOF
 squatters=()
+unsquat() {   # end every squatter and wait until it has, so that its ports are free again
+  kill "${squatters[@]}" 2>/dev/null
+  wait "${squatters[@]}" 2>/dev/null
+  squatters=()
+}
 squat() {   # LO HI SECONDS OUT: nobody binds LO..HI on node1 in the background; OUT gets the count
-  ip netns exec "$(tb_ns node1)" setpriv --reuid=65534 --regid=65534 --clear-groups \
+  tb_node_exec node1 setpriv --reuid=65534 --regid=65534 --clear-groups \
     /usr/bin/python3 - "$1" "$2" "$3" < "$work/squat.py" > "$4" 9>&- &
   squatters+=($!)
   tb_wait_for 10 test -s "$4"
@@ -125,7 +130,7 @@ squat 900 999 60 "$work/squat-priv.n"
 squat 47000 47999 60 "$work/squat-old.n"
 sq=()
 for i in 1 2 3; do sq+=("$(mo_job q$i)"); done
-kill "${squatters[@]}" 2>/dev/null
+unsquat
 measured=0
 for j in "${sq[@]}"; do grep -Eq '^status: "?measured' "$(record "$j")" 2>/dev/null && measured=$((measured + 1)); done
 [ "$(cat "$work/squat-priv.n")" = 0 ] && [ "$measured" -eq 3 ] && [ "$(unreachable_named "${sq[@]}")" -eq 0 ] && no_drain
@@ -140,7 +145,7 @@ printf 'port_base: 47000\nport_span: 10\n' >> "$D/toposcope.yaml"
 squat 47000 47009 60 "$work/squat-site.n"
 sf=()
 for i in 1 2 3; do sf+=("$(mo_job f$i)"); done
-kill "${squatters[@]}" 2>/dev/null
+unsquat
 cp "$work/toposcope.yaml.saved" "$D/toposcope.yaml"
 fellback=0
 for j in "${sf[@]}"; do grep -Eq '^status: "?fallback' "$(record "$j")" 2>/dev/null && fellback=$((fellback + 1)); done

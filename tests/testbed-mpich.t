@@ -125,9 +125,10 @@ ok $? "spread: mpiexec with the 4-line hydra-hosts forced on it fails under Slur
 grep -v '^rank=' "$S/forced.txt" 2>/dev/null | head -5 | diag
 ran "$S/ranks.txt" > "$S/ran.txt"
 all_cpus=$(cut -d' ' -f3 "$S/ran.txt" | sort -u)
-[ "$(wc -l < "$S/ran.txt")" = 4 ] && [ "$(wc -l <<< "$all_cpus")" = 1 ] && [[ $all_cpus == *,* ]] &&
+# unbound: each rank on every CPU its node's processes have (tb_node_cpus), not a slot's
+[ "$(wc -l < "$S/ran.txt")" = 4 ] && [ "$all_cpus" = "$(tb_node_cpus)" ] &&
   [ "$(cut -d' ' -f2 "$S/ran.txt" | sed -n 1,2p | sort -u | wc -l)" = 1 ]
-ok $? "spread, MPICH untold: its own defaults, every rank on CPUs $all_cpus, ranks 0 and 1 on one node (unlike the rankfile)"
+ok $? "spread, MPICH untold: its own defaults, every rank unbound on its node's CPUs $(tb_node_cpus) ($all_cpus), ranks 0 and 1 on one node (unlike the rankfile)"
 sed 's/^/rank /' "$S/ran.txt" | diag
 
 no_drain; ok $? "no node drained"

@@ -41,6 +41,31 @@ tb_node_addr() {
 
 tb_ns() { echo "$TB_NS_PREFIX$1"; }
 
+# Where the emulated nodes and the emulator run. Every process of every node (slurmd and all
+# it starts, the agents, the test programs) shares one CPU, and the emulator, the network, has
+# the last CPU to itself. Left to the scheduler, the nodes' processes each keep to the CPU
+# they last slept on: two nodes on one CPU answered each other some us sooner than two on
+# different CPUs, and a node beside the busy-polling emulator later still, so every testbed
+# had its own small pattern of near and far pairs that no switch made. In 4 of 86 jobs on the
+# 8-node demo fabric, discovery saw that pattern inside a leaf and could not settle it as a
+# star; with one CPU for all nodes, 32 of 32 jobs on 8 fresh testbeds settled every leaf at
+# the fewest samples (doc/testbed.md). TESTBED_NODE_CPUS (a taskset list) says otherwise.
+TB_NODE_CPUS=${TESTBED_NODE_CPUS:-0}
+tb_fabemu_cpu() { local n; n=$(nproc --all); [ "$n" -lt 2 ] || echo $((n - 1)); }
+# tb_node_cpus: those CPUs one by one, "0,1,2" (what a process of a node may run on, unbound)
+tb_node_cpus() {
+  echo "$TB_NODE_CPUS" | awk -F, '{ out = ""
+    for (i = 1; i <= NF; i++) if (split($i, ab, "-") == 2) { for (c = ab[1]; c <= ab[2]; c++) out = out "," c }
+                              else out = out "," $i
+    print substr(out, 2) }'
+}
+# tb_node_exec NODE CMD...: CMD as a process of NODE: in its network namespace, on the nodes' CPU.
+tb_node_exec() {
+  local nd=$1
+  shift
+  taskset -c "$TB_NODE_CPUS" ip netns exec "$(tb_ns "$nd")" "$@"
+}
+
 tb_stack_root() { echo "$TB_STACKS/$1"; }
 
 # The distribution stack the testbed's Slurm runs from: the running testbed's (up records it),
@@ -322,7 +347,7 @@ tb_agents_launch() {
   local run=${TB_AGENTS_ONLY:-$list}
   for nd in ${run//,/ }; do
     ( s=$(date +%s%N)
-      ip netns exec "$(tb_ns "$nd")" "$TB_PROLOG" --job "$job" --nodes "$list" --self "$nd" \
+      tb_node_exec "$nd" "$TB_PROLOG" --job "$job" --nodes "$list" --self "$nd" \
         --budget-ms "$budget" --spool "$work/$job/$nd" --port-base $TB_AGENT_PORT_BASE \
         --port-span $TB_AGENT_PORT_SPAN -v "$@" > "$work/$job/$nd.log" 2>&1 &
       echo $! > "$work/$job/$nd.pid"
