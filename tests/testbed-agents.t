@@ -49,7 +49,7 @@ ok $? "8 nodes: every agent finished within $BUDGET + $GRACE ms (slowest $(slowe
 diag < "$work/w.out"
 # How often this failed a working build: about 1 run in 10 to 15 (2026-11-25), the job partial
 # with both leaves unresolved, until the testbed ran every node's processes on one CPU (`up`,
-# tb_node_exec): 4 of 86 jobs on fresh testbeds before, 0 of 32 after (doc/testbed.md).
+# tests/testbed/node-exec): 4 of 86 jobs on fresh testbeds before, 0 of 32 after (doc/testbed.md).
 st=$(statuses 501 "$N8" | grep -vc ':measured$')
 ok "$st" "8 nodes: status measured on every node"
 # Two CPUs carry eight agents, the emulator and other workers' load: one run in a few scatters
@@ -78,7 +78,7 @@ ok $? "spool: the job directory is 0750 root, its files 0640"
 # a job of another user (nobody): the directory and files are root's, and only that user may
 # read them (POSIX ACL user:nobody), not another user of its group
 acl=$(mktemp -d /tmp/toposcope-acl.XXXXXX) && chmod 755 "$acl"   # other users may pass through
-tb_node_exec node1 "$PROLOG" --job 508 --nodes node1 --self node1 --budget-ms 300 \
+"$TB_NODE_EXEC" node1 "$PROLOG" --job 508 --nodes node1 --self node1 --budget-ms 300 \
   --uid 65534 --gid 65534 --spool "$acl" > "$work/508.log" 2>&1 9>&-
 d=$acl/508
 as_user() { setpriv --reuid="$1" --regid=65534 --clear-groups cat "$d/status.yaml" > /dev/null 2>&1; }
@@ -89,7 +89,7 @@ rm -rf "$acl"
 # (job 509: 502 may be the second 8-node job above, whose spool is a real directory)
 mkdir -p "$work/509/node1"
 ln -s /etc/passwd-not-this "$work/509/node1/509"
-tb_node_exec node1 "$PROLOG" --job 509 --nodes node1 --self node1 --budget-ms 300 \
+"$TB_NODE_EXEC" node1 "$PROLOG" --job 509 --nodes node1 --self node1 --budget-ms 300 \
   --spool "$work/509/node1" > "$work/509.log" 2>&1 9>&-
 rc=$?
 [ $rc -ne 0 ] && [ -L "$work/509/node1/509" ] && [ ! -e /etc/passwd-not-this ] && grep -q 'cannot open' "$work/509.log"
@@ -136,8 +136,8 @@ ok $? "20% loss: the tree is still exactly the fabric's"
 # ---- the leader killed mid-run ------------------------------------------------------------------
 tb_agents_launch 531 $FAULT_BUDGET "$N8"
 # mid-run: once the leader's log says the agents have joined (the measurement starts then),
-# looked for every 10 ms: the measurement on 8 nodes takes about 100 ms, and tb_wait_for's
-# 0.2 s steps let it finish first (every other agent "measured", 1 run in 3 on 2026-11-28)
+# looked for every 10 ms: the measurement on 8 nodes takes about 100 ms, less than one of
+# tb_wait_for's 0.2 s steps
 for i in $(seq 500); do
   grep -q 'agents joined' "$work/531/node1.log" && break
   sleep 0.01
@@ -192,7 +192,7 @@ tb_agents_launch 541 $BUDGET "$N8"
 # once the leader listens: its log names the port (the job's, or the next free one)
 tb_wait_for 5 grep -q 'leads job 541 on port' "$work/541/node1.log"
 port541=$(sed -n 's/.*leads job 541 on port \([0-9]*\).*/\1/p' "$work/541/node1.log")
-tb_node_exec node2 python3 "$work/forge.py" node1 "${port541:-0}" 541 9>&-
+"$TB_NODE_EXEC" node2 python3 "$work/forge.py" node1 "${port541:-0}" 541 9>&-
 ok $? "forged 351 datagrams at the leader of job 541 (port ${port541:-?})"
 tb_agents_wait
 all_within 541 $BUDGET "$N8" > /dev/null
@@ -230,13 +230,13 @@ for i in range(20):
     time.sleep(0.01)
 EOF
 worker_port() {   # NODE: the UDP port its agent's worker listens on
-  tb_node_exec "$1" ss -Hulnp | awk '/toposcope/ { sub(/.*:/, "", $4); print $4; exit }'
+  "$TB_NODE_EXEC" "$1" ss -Hulnp | awk '/toposcope/ { sub(/.*:/, "", $4); print $4; exit }'
 }
 TB_AGENTS_ONLY=node3 tb_agents_launch 545 $BUDGET "$N8"
 tb_wait_for 5 eval '[ -n "$(worker_port node3)" ]'
 wport=$(worker_port node3)
-tb_node_exec node2 python3 "$work/forge-key.py" node3 "${wport:-0}" 545 9>&- &&
-  tb_node_exec node1 setpriv --reuid=65534 --regid=65534 --clear-groups \
+"$TB_NODE_EXEC" node2 python3 "$work/forge-key.py" node3 "${wport:-0}" 545 9>&- &&
+  "$TB_NODE_EXEC" node1 setpriv --reuid=65534 --regid=65534 --clear-groups \
     /usr/bin/python3 - node3 "${wport:-0}" 545 < "$work/forge-key.py" 9>&-   # root opens the script
 ok $? "forged 40 KEYs at node3's worker (port ${wport:-?}): 20 from node2, 20 from node1 as nobody"
 tb_agents_wait

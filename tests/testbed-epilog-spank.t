@@ -110,7 +110,7 @@ unsquat() {   # end every squatter and wait until it has, so that its ports are 
   squatters=()
 }
 squat() {   # LO HI SECONDS OUT: nobody binds LO..HI on node1 in the background; OUT gets the count
-  tb_node_exec node1 setpriv --reuid=65534 --regid=65534 --clear-groups \
+  "$TB_NODE_EXEC" node1 setpriv --reuid=65534 --regid=65534 --clear-groups \
     /usr/bin/python3 - "$1" "$2" "$3" < "$work/squat.py" > "$4" 9>&- &
   squatters+=($!)
   tb_wait_for 10 test -s "$4"

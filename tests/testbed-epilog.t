@@ -35,7 +35,7 @@ job() {
   tb_agents_launch "$job" $BUDGET "$N8"
   tb_agents_wait
   for nd in ${N8//,/ }; do
-    tb_node_exec "$nd" "$EPILOG" --job "$job" --nodes "$N8" --self "$nd" --uid 0 \
+    "$TB_NODE_EXEC" "$nd" "$EPILOG" --job "$job" --nodes "$N8" --self "$nd" --uid 0 \
       --spool "$work/$job/$nd" --records "$work/rec" --topology "$FABRIC" --policy "$work/policy.yaml" \
       ${BASELINE:+--baseline "$BASELINE"} --no-actions --log-stderr >> "$work/epilog-$job.log" 2>&1 9>&-
   done

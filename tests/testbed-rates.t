@@ -29,12 +29,12 @@ trap 'kill "$tb_watchdog" 2>/dev/null; timeout 120 "$TB_DIR/down" >/dev/null 2>&
 sinks() {
   local n
   for n in rate3 rate4; do
-    tb_node_exec $n "$TB_UDPING" sink --port $PORT --timeout 60 9>&- &
+    "$TB_NODE_EXEC" $n "$TB_UDPING" sink --port $PORT --timeout 60 9>&- &
   done
   sleep 0.3
 }
 stream() {   # FROM TO -> Mbit/s (empty on failure)
-  tb_node_exec "$1" timeout $((SECONDS_PER_STREAM + 30)) "$TB_UDPING" stream "$2" \
+  "$TB_NODE_EXEC" "$1" timeout $((SECONDS_PER_STREAM + 30)) "$TB_UDPING" stream "$2" \
     --port $PORT --seconds $SECONDS_PER_STREAM 9>&- | awk '$5 == "mbps" { print $6 }'
 }
 # GOT within 85-102 % of the goodput RATE allows

@@ -33,7 +33,7 @@ job() {   # JOB: the prolog on every node at once, then the epilog on every node
   tb_agents_launch "$job" $BUDGET "$N16"
   tb_agents_wait
   for nd in ${N16//,/ }; do
-    tb_node_exec "$nd" "$EPILOG" --job "$job" --nodes "$N16" --self "$nd" --uid 0 \
+    "$TB_NODE_EXEC" "$nd" "$EPILOG" --job "$job" --nodes "$N16" --self "$nd" --uid 0 \
       --spool "$work/$job/$nd" --records "$work/rec" --policy "$work/policy.yaml" \
       --no-actions --log-stderr >> "$work/epilog-$job.log" 2>&1 9>&-
   done

@@ -36,12 +36,12 @@ addr_of() {   # node name -> address
   for i in "${!nodes[@]}"; do [ "${nodes[$i]}" = "$1" ] && tb_node_addr "$i"; done
 }
 for nd in "${nodes[@]}"; do
-  tb_node_exec "$nd" "$TB_UDPING" server --port $PORT --timeout 300 9>&- &
+  "$TB_NODE_EXEC" "$nd" "$TB_UDPING" server --port $PORT --timeout 300 9>&- &
 done
 
 # rtt SRC DST -> "min median" in microseconds (empty on failure)
 rtt() {
-  tb_node_exec "$1" timeout 30 "$TB_UDPING" client "$(addr_of "$2")" --port $PORT \
+  "$TB_NODE_EXEC" "$1" timeout 30 "$TB_UDPING" client "$(addr_of "$2")" --port $PORT \
     -c $SAMPLES -i 1000 --wait-ms 100 --warmup 3 |
     awk '{ for (i = 1; i < NF; i++) v[$i] = $(i + 1); if (v["received"] >= 50) print v["min_us"], v["median_us"] }'
 }

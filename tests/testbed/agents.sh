@@ -40,7 +40,7 @@ host_overhead() {   # PORT PAIRS... (A:B)
   # for them to close its pipe, i.e. for their timeout. They end as soon as the clients have.
   for pair in "$@"; do
     b=${pair#*:}
-    tb_node_exec "$b" timeout 30 "$TB_UDPING" server --port $((port + i)) --timeout 25 \
+    "$TB_NODE_EXEC" "$b" timeout 30 "$TB_UDPING" server --port $((port + i)) --timeout 25 \
       > /dev/null 2>&1 9>&- &
     spids+=($!)
     i=$((i + 1))
@@ -53,7 +53,7 @@ host_overhead() {   # PORT PAIRS... (A:B)
   i=0
   for pair in "$@"; do
     a=${pair%:*} b=${pair#*:}
-    tb_node_exec "$a" timeout 20 "$TB_UDPING" client "$b" --port $((port + i)) -c 200 -i 0 \
+    "$TB_NODE_EXEC" "$a" timeout 20 "$TB_UDPING" client "$b" --port $((port + i)) -c 200 -i 0 \
       --wait-ms 100 --warmup 3 > "$work/udping.$i" 9>&- &
     cpids+=($!)
     i=$((i + 1))

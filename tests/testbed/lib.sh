@@ -59,12 +59,10 @@ tb_node_cpus() {
                               else out = out "," $i
     print substr(out, 2) }'
 }
-# tb_node_exec NODE CMD...: CMD as a process of NODE: in its network namespace, on the nodes' CPU.
-tb_node_exec() {
-  local nd=$1
-  shift
-  taskset -c "$TB_NODE_CPUS" ip netns exec "$(tb_ns "$nd")" "$@"
-}
+# "$TB_NODE_EXEC" NODE CMD...: CMD as a process of NODE: in its network namespace, on the
+# nodes' CPUs (tests/testbed/node-exec: a program, so that $! of one run with & is CMD's pid).
+TB_NODE_EXEC=$TB_DIR/node-exec
+export TB_NS_PREFIX TB_NODE_CPUS
 
 tb_stack_root() { echo "$TB_STACKS/$1"; }
 
@@ -347,7 +345,7 @@ tb_agents_launch() {
   local run=${TB_AGENTS_ONLY:-$list}
   for nd in ${run//,/ }; do
     ( s=$(date +%s%N)
-      tb_node_exec "$nd" "$TB_PROLOG" --job "$job" --nodes "$list" --self "$nd" \
+      "$TB_NODE_EXEC" "$nd" "$TB_PROLOG" --job "$job" --nodes "$list" --self "$nd" \
         --budget-ms "$budget" --spool "$work/$job/$nd" --port-base $TB_AGENT_PORT_BASE \
         --port-span $TB_AGENT_PORT_SPAN -v "$@" > "$work/$job/$nd.log" 2>&1 &
       echo $! > "$work/$job/$nd.pid"
