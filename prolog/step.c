@@ -172,7 +172,22 @@ static int exchange_body(pmix_rdv *r, agent_exchange *x, char *why, size_t whyle
         snprintf(why, whylen, "out of memory");
         return -1;
     }
+    /* The leader needs every node's name and address; another rank only the leader's and
+     * its own (its rounds name their partners' addresses, and only the leader's node writes
+     * files): three PMIx_Get calls each instead of one per node. With one per node, 16 tasks
+     * sharing one loaded CPU (the testbed, 2026-11-28) took 1.0-1.3 s to meet, the last task
+     * 0.4 s after the first; with three, 0.15-0.4 s. The other nodes' entries are their
+     * ranks, never written anywhere (only rank 0 writes files). */
     for (uint32_t k = 0; k < r->size; k++) {
+        if (r->me.rank != 0 && k != 0 && k != r->me.rank) {
+            char placeholder[24];
+            snprintf(placeholder, sizeof placeholder, "rank%u", k);
+            if (!(r->names[k] = strdup(placeholder))) {
+                snprintf(why, whylen, "out of memory");
+                return -1;
+            }
+            continue;
+        }
         char *s = get_string(r, k, KEY_NODE, why, whylen);
         if (!s)
             return -1;
@@ -182,7 +197,7 @@ static int exchange_body(pmix_rdv *r, agent_exchange *x, char *why, size_t whyle
             snprintf(why, whylen, "rank %u published a malformed address", k);
             return -1;
         }
-        for (uint32_t j = 0; j < k; j++)
+        for (uint32_t j = 0; j < k && r->me.rank == 0; j++)
             if (strcmp(r->names[j], r->names[k]) == 0) {
                 snprintf(why, whylen, "ranks %u and %u both run on %s: run one task per node "
                          "(srun --ntasks-per-node=1)", j, k, r->names[k]);

@@ -517,7 +517,8 @@ int worker_run(worker *w)
         agent_err(c, "%s", err.text);
         return 1;
     }
-    return 0;
+    /* step mode's exit status: a rank that writes nothing took part only once admitted */
+    return !c->write_out && !w->admitted;
 }
 
 int worker_init(worker *w, const agent_config *c, double t0, ts_error *err)
