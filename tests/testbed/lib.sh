@@ -309,7 +309,11 @@ tb_teardown() {
     kept=$(grep -vF "$TB_HOSTS_MARK" "$TB_HOSTS" || true)
     printf '%s\n' "$kept" > "$TB_HOSTS"
   fi
-  # 5. Runtime state; logs and generated configs stay for post-mortems.
+  # 5. The scheduler's autogroup setting as it was before up (up says why).
+  if [ -s "$TB_STATE/run/autogroup" ] && [ -w /proc/sys/kernel/sched_autogroup_enabled ]; then
+    cat "$TB_STATE/run/autogroup" > /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || true
+  fi
+  # 6. Runtime state; logs and generated configs stay for post-mortems.
   rm -rf "$TB_STATE/run" "$TB_STATE/slurmctld" "$TB_STATE/slurmd" "$TB_STATE/fingerprint"
 }
 
