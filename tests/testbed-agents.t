@@ -28,7 +28,7 @@ BUDGET=5000          # ms, the healthy runs
 FAULT_BUDGET=3000    # ms, the runs where something is broken
 GRACE=200            # ms the issue allows past the budget
 
-tb_tap_begin 53 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
+tb_tap_begin 54 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
 command -v python3 >/dev/null || bail_out "python3 is needed to forge datagrams"
 
 # ---- 8 nodes ------------------------------------------------------------------------------------
@@ -322,13 +322,20 @@ done
 # 4.2 s). On 2026-11-28, on a machine half as fast: 5 of 10 with the build that had passed
 # here before; with every node's processes on one CPU and the agents yielding while they spin
 # (doc/testbed.md, "CPUs"), 48 of 50 in three runs of 20, 10 and 20 jobs (about 1 run in 17
-# of this test fails at that rate).
+# of this test fails at that rate). Those exact trees were mostly the additive method's
+# untested guess in a partial result, and 3 of the next 20 jobs were partial with a split the
+# fabric does not have (node6 apart from its leaf). Since a guess's splits are tested
+# (lib/discover/confirm.c; doc/design.md) a partial tree is a coarser but true one: in 120
+# jobs (four runs of 30: two of this build, two with one more test of the guess, since
+# dropped), none held a wrong split, and 117 were exact (the others lacked a leaf whose test
+# had no time left); leader at most 2.6 s. At that
+# rate "9 of 10" fails about one run in 40, and "no wrong split" never did.
 LOWSNR=$REPO/tests/data/agents/lowsnr-params.yaml
 PARAMS_DEMO=$PARAMS
 PARAMS=$LOWSNR      # compare (agents.sh) reads the emulator's delays from $PARAMS
 timeout 180 "$TB_DIR/up" "$FABRIC" "$LOWSNR" > "$work/up16low.out" 2>&1
 ok $? "up: 16 nodes on 3 levels at 12 us per link (tests/data/agents/lowsnr-params.yaml)"
-exact=0 wrong=0 late=0
+exact=0 wrong=0 late=0 untrue=0
 for j in $(seq 1 10); do
   job=$((570 + j))
   tb_agents_launch $job 3000 "$N16"
@@ -340,6 +347,7 @@ for j in $(seq 1 10); do
   st=$(field "$d/status.yaml" status)
   [ "$e" = true ] && exact=$((exact + 1))
   [ "$e" != true ] && [ "$st" = measured ] && wrong=$((wrong + 1))
+  grep -q 'extra split' "$work/low.$job" && untrue=$((untrue + 1))
   echo "# 12 us job $job: exact ${e:-?}, status $st, leader $(field "$d/status.yaml" leader_ms) ms$( \
     [ "$st" = measured ] || echo ", $(field "$d/status.yaml" reason)")"
 done
@@ -348,6 +356,7 @@ ok $? "12 us per link: every agent within budget ($late late)"
 [ $exact -ge 9 ]
 ok $? "12 us per link: the tree exact in $exact of 10 jobs (at least 9)"
 ok $wrong "12 us per link: no wrong tree reported measured ($wrong of 10)"
+ok $untrue "12 us per link: every tree true, exact or coarser: no split the fabric lacks ($untrue of 10)"
 PARAMS=$PARAMS_DEMO
 
 # ---- bad options name the fix -------------------------------------------------------------------

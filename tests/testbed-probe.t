@@ -15,7 +15,7 @@
 #     8 nodes (node[1-8]) on 3 levels, exact and within 10%;
 #   - toposcope probe without --out, or outside a PMIx job: exit 2, saying how to run it;
 #   - 16 nodes on 3 levels at 12 us per link (a real network's signal-to-noise), three steps
-#     with a 3 s budget: in time, never a wrong tree reported measured.
+#     with a 3 s budget: in time, never a wrong tree reported measured, a partial one true.
 # On 3 levels the 8-node step runs --method allpairs, the others the default (fast).
 # The 10% bounds and how often they fail a working job (0 of 110 jobs, measured with
 # tests/testbed/accuracy): check_result in tests/testbed/agents.sh.
@@ -252,7 +252,8 @@ timings "$(tb_agent_spool $job node1)/status.yaml" "prolog mode, 8 nodes, 3 leve
 # The step as a user runs it, at the low signal-to-noise of tests/testbed-agents.t (a level step
 # of 48 us against the stacks' jitter of tens of us), with a 3 s budget: three probe steps in
 # one job. Each ends well within the budget and never reports a wrong tree as measured: the
-# tree is exact and measured, or the status is partial with the reason. A step's PMIx
+# tree is exact and measured, or the status is partial with the reason and the tree is true,
+# exact or coarser (no split the fabric lacks: a guess's splits are tested, doc/design.md). A step's PMIx
 # rendezvous takes ~0.6 s of its budget; in 1 of 12 steps (4 runs of this test) the budget ran
 # out before the plan was complete (partial, the tree not exact). At least one step of three
 # must find the exact tree (all three missing it: ~0.1 % at that rate). On 2026-11-28, on a
@@ -279,7 +280,9 @@ for name in l1 l2 l3; do
   e=$(awk '/^tree_exact:/ {print $2}' "$work/low.$name")
   [ "$e" = true ] && nexact=$((nexact + 1))
   [ "$rc" = 0 ] && awk -v s="${slow:-1e9}" -v b=$((BUDGET + GRACE)) 'BEGIN { exit !(s <= b) }' &&
-    { { [ "$e" = true ] && [ "$st" = measured ]; } || { [ "$st" = partial ] && [ -n "$(field "$d/status.yaml" reason)" ]; }; }
+    { { [ "$e" = true ] && [ "$st" = measured ]; } ||
+      { [ "$st" = partial ] && [ -n "$(field "$d/status.yaml" reason)" ] &&
+        ! grep -q 'extra split' "$work/low.$name"; }; }
   ok $? "probe at 12 us per link, step $name: exit $rc, the slowest agent done after ${slow:-?} ms, status $st$( \
     [ "$st" = measured ] || echo " ($(field "$d/status.yaml" reason))"), tree exact: ${e:-?}"
   [ "$e" = true ] || { tail -20 "$jobdir/$name.out" | diag; diag < "$work/low.$name"; }

@@ -40,7 +40,9 @@
  *
  * Limits: the cut is a threshold, so every child of a region must sit at about the same depth
  * below it (fat trees, level-structured fabrics). Trees that are not so show up as nodes at
- * different depths or unresolved regions and are measured again by fast_irregular.c. */
+ * different depths or unresolved regions and are measured again by fast_irregular.c; where
+ * that tree is a guess, its splits are tested (confirm_guess, confirm.c) and those that do
+ * not stand are contracted. */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -48,6 +50,7 @@
 #include <string.h>
 #include "toposcope/discover.h"
 #include "method.h"
+#include "confirm.h"
 #include "fast_irregular.h"
 #include "offsets.h"
 #include "util/prefetch.h"
@@ -90,6 +93,11 @@
                               * fabric: four traversals of the fastest published switch hop
                               * (InfiniBand HDR/NDR, ~0.1 us; Ethernet's are 0.25-0.85 us),
                               * unless the site says its own (least_level_step_us) */
+#define CONFIRM_NOISE_PAIRS 8 /* pairs measured twice the noise of a guess's test needs */
+#define CONFIRM_SETS 16      /* counts of samples per pair a guess's test weighs, at most */
+#define CONFIRM_LOOKS 6      /* half tournament cycles a guess may measure again to stand:
+                              * each pair ~4.5 times in all, its evidence ~1.7 times the
+                              * first's */
 #define STAR_CHILD 3         /* the children a hidden level is assumed to make: the smallest
                               * the gap test tells from chance (EDGE_MIN) */
 
@@ -168,6 +176,8 @@ typedef struct fast {
     int kfirst, kmax;       /* ... at first, and the most doubling takes it to ... */
     int kdeadline;          /* ... or, under a deadline, while its time allows (may_double) */
     double stage_start_us;  /* when the depth started at the current samples per pair */
+    double round_us;        /* what a round of the last batch took (control step included) ... */
+    int round_k;            /* ... at this many samples per pair */
     ts_estimator est;       /* the pairs' estimate: the minimum unless the caller chose */
     int *reg;               /* node -> region, -1 when placed or unreachable */
     unsigned char *dead;
@@ -604,7 +614,8 @@ static int measure_batch(fast *F, walk *W)
     ts_stop_rule rule = F->e->rule;
     rule.min_samples = rule.max_samples = F->k;
     rule.estimator = F->est;
-    int rc = ts_probe_control(F->e, F->err);
+    double t0 = ts_probe_now(F->e);
+    int rc = ts_probe_control(F->e, F->err), rounds = 0;
     for (int b = 0; b < BATCH && rc == TS_OK; b++) {
         if (W->np[b] == 0)
             continue;
@@ -612,6 +623,11 @@ static int measure_batch(fast *F, walk *W)
                                  F->err);
         if (rc == TS_OK)
             rc = store_round(F, W->st, W->np[b]);
+        rounds++;
+    }
+    if (rounds > 0) {
+        F->round_us = (ts_probe_now(F->e) - t0) / rounds;
+        F->round_k = F->k;
     }
     return rc;
 }
@@ -2163,6 +2179,160 @@ static int hand_over_irregular(fast *F, int *replaced)
     return rc;
 }
 
+/* ---- a guessed tree confirmed ---- */
+
+/* The sets fast's round trips fall into: one per count of samples per pair (a minimum of more
+ * samples sits lower), each compared with itself only. A stage given up for more samples
+ * counts too: its round trips were inconclusive for a gap, not wrong. ks[0..*nk-1],
+ * ascending, at most CONFIRM_SETS (the counts a depth takes are few: kfirst doubled, capped). */
+static void confirm_sets(const fast *F, int *ks, int *nk)
+{
+    *nk = 0;
+    for (int k = 0, next; *nk < CONFIRM_SETS; k = next) {
+        next = 0;
+        for (long j = 0; j < F->nm; j++) {
+            int kj = abs(F->M[j].k);
+            if (kj > k && (next == 0 || kj < next))
+                next = kj;
+        }
+        if (next == 0)
+            break;
+        ks[(*nk)++] = next;
+    }
+}
+
+static int cmp_confirm_meas(const void *x, const void *y)
+{
+    const ts_confirm_meas *a = x, *b = y;
+    if (a->set != b->set)
+        return a->set < b->set ? -1 : 1;
+    if (a->a != b->a)
+        return a->a < b->a ? -1 : 1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+/* fast's round trips, offsets off, by set and pair (*mp, *nmp: malloc'd), and each set's noise
+ * (sigma[s]; NAN: too few pairs measured twice in it). */
+static int confirm_data(const fast *F, const int *ks, int nk, ts_confirm_meas **mp, long *nmp,
+                        double *sigma)
+{
+    long nm = 0;
+    ts_confirm_meas *m = malloc(sizeof *m * (size_t)(F->nm + 1));
+    if (!m)
+        return TS_ENOMEM;
+    for (long j = 0; j < F->nm; j++) {
+        const meas *u = &F->M[j];
+        int set = 0;
+        while (set < nk && ks[set] != abs(u->k))
+            set++;
+        if (set == nk || F->dead[u->a] || F->dead[u->b])
+            continue;
+        int a = u->a < u->b ? u->a : u->b, b = u->a < u->b ? u->b : u->a;
+        m[nm++] = (ts_confirm_meas){a, b, set, u->v - F->off[a] - F->off[b]};
+    }
+    qsort(m, (size_t)nm, sizeof *m, cmp_confirm_meas);
+    for (int s = 0; s < nk; s++)
+        sigma[s] = ts_confirm_noise(m, nm, s, CONFIRM_NOISE_PAIRS);
+    *mp = m;
+    *nmp = nm;
+    return TS_OK;
+}
+
+/* Rounds [first, first + rounds) of the full tournament of the live nodes at k samples per
+ * pair, kept in F->M at that count. A node silent here stays in the tree: it answered
+ * before. */
+static int confirm_rounds(fast *F, walk *W, const int *live, int nlive, int k, int first,
+                          int rounds)
+{
+    ts_stop_rule rule = F->e->rule;
+    rule.min_samples = rule.max_samples = k;
+    rule.estimator = F->est;
+    int rc = TS_OK;
+    for (int t = first; t < first + rounds && rc == TS_OK; t++) {
+        W->np[0] = 0;
+        tournament_round(W, 0, live, nlive, t);
+        if ((t - first) % BATCH == 0)
+            rc = ts_probe_control(F->e, F->err);
+        if (rc == TS_OK)
+            rc = ts_probe_round_rule(F->e, W->pairs, W->np[0], &rule, W->st, F->err);
+        for (int i = 0; rc == TS_OK && i < W->np[0]; i++) {
+            if (W->st[i].samples == 0)
+                continue;
+            if (F->nm == F->capm) {
+                long cap = 2 * F->capm + 64;
+                if (grow_both(&F->M, sizeof *F->M, &F->obs, sizeof *F->obs, cap))
+                    return TS_ENOMEM;
+                F->capm = cap;
+            }
+            F->obs[F->nm] = (ts_offset_obs){W->st[i].a, W->st[i].b, -1, 0};
+            F->M[F->nm++] = (meas){W->st[i].a, W->st[i].b, 0, k,
+                                   ts_pair_estimate(&W->st[i], F->est)};
+        }
+    }
+    return rc;
+}
+
+/* Where fast left switches unresolved, the additive method's tree stands in: a guess. Its
+ * splits are tested on fast's own round trips (confirm.c) and those they do not confirm are
+ * contracted, so the partial result is a coarser but true tree. A job of up to
+ * STAR_PROOF_MAX nodes whose guess does not stand yet measures its full tournament again (at
+ * the count it was measured at), half a cycle per look up to CONFIRM_LOOKS, each while it
+ * fits in DOUBLING_SHARE of the time left, as a doubling does (the rest is the link stage's),
+ * and only under a deadline (without one nothing bounds the cost of a guess that never
+ * stands). Sequential testing: each look spends its share of FALSE_SPLIT. */
+static int confirm_guess(fast *F)
+{
+    int ks[CONFIRM_SETS], nk, rc = TS_OK;
+    double sigma[CONFIRM_SETS];
+    confirm_sets(F, ks, &nk);
+    if (nk == 0)
+        return TS_OK;
+    int k = ks[nk - 1];         /* a look measures at the highest count: the most precise */
+    int *live = malloc(sizeof(int) * (size_t)F->n), nlive = 0;
+    walk W;
+    memset(&W, 0, sizeof W);
+    W.stride = (size_t)(F->n / 2 + 1);
+    W.pairs = malloc(sizeof *W.pairs * W.stride);
+    W.st = malloc(sizeof *W.st * W.stride);
+    if (!live || !W.pairs || !W.st)
+        rc = TS_ENOMEM;
+    for (int i = 0; rc == TS_OK && i < F->n; i++)
+        if (!F->dead[i] && F->count[i] > 0)
+            live[nlive++] = i;
+    int looks = nlive <= STAR_PROOF_MAX ? CONFIRM_LOOKS : 0;
+    int half = (nlive + (nlive & 1)) / 2;           /* rounds: half the circle method's cycle */
+    double alpha = FALSE_SPLIT / (looks + 1), start = ts_probe_now(F->e);
+    int deadline = 0;
+    for (int look = 0; rc == TS_OK; look++) {
+        ts_confirm_meas *m;
+        long nm;
+        int fails = 0;
+        if ((rc = confirm_data(F, ks, nk, &m, &nm, sigma)) != TS_OK)
+            break;
+        rc = ts_confirm_splits(F->t, F->n, m, nm, sigma, nk, alpha, 0, &fails);
+        /* a look is predicted at the mean of those measured, the first from the last batch's
+         * rounds, scaled to k samples per pair */
+        double spent = ts_probe_now(F->e) - start;
+        double next = look > 0 ? spent / look
+                               : F->round_us * k / (F->round_k > 0 ? F->round_k : k) * half;
+        double left = ts_probe_remaining_us(F->e);
+        int more = rc == TS_OK && fails && !deadline && look < looks && isfinite(left) &&
+                   next <= DOUBLING_SHARE * left;
+        if (rc == TS_OK && fails && !more)
+            rc = ts_confirm_splits(F->t, F->n, m, nm, sigma, nk, alpha, 1, &fails);
+        free(m);
+        if (rc != TS_OK || !more)
+            break;
+        rc = confirm_rounds(F, &W, live, nlive, k, look * half, half);
+        if (rc == TS_ELIMIT)    /* the deadline ends the looks: the tree is tested as it stands */
+            rc = TS_OK, deadline = 1;
+    }
+    free(live);
+    free(W.pairs);
+    free(W.st);
+    return rc;
+}
+
 static int report_outcome(fast *F, ts_infer_report *rep, int replaced)
 {
     int n = F->n, nun = 0;
@@ -2177,10 +2347,11 @@ static int report_outcome(fast *F, ts_infer_report *rep, int replaced)
                 rep->unmeasured[rep->nunmeasured++] = i;
     }
     /* The additive method's tree replaces fast's. Where fast left switches unresolved, that
-     * tree is the additive method's guess there, not a tested split: they stay reported (the
-     * result is partial). (Confirming it on fast's own pairs there was tried: a step test
-     * passes a tree that misses a level, so it stays a guess.) A tree it replaced only because
-     * fast's nodes sat at different depths, every region resolved, stands as measured. */
+     * tree is a guess there: its splits that fast's round trips do not confirm were contracted
+     * (confirm_guess), and the unresolved switches stay reported (the result is partial): a
+     * confirmed split is true, but a level the guess misses is not excluded. A tree it
+     * replaced only because fast's nodes sat at different depths, every region resolved,
+     * stands as measured. */
     rep->ambiguous = F->ambiguous;
     rep->nambiguous = F->nambiguous;
     F->ambiguous = NULL;
@@ -2246,6 +2417,8 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     }
     if (rc == TS_OK && !e->partial)
         rc = hand_over_irregular(&F, &replaced);
+    if (rc == TS_OK && replaced && F.nambiguous > 0)
+        rc = confirm_guess(&F);
     if (rc == TS_OK)
         rc = report_outcome(&F, rep, replaced);
     if (rc == TS_ENOMEM)

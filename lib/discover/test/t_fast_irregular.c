@@ -112,7 +112,12 @@ static run simulate_fast(ts_fabric *f, const char *profile, uint64_t seed, doubl
 }
 
 /* Generated irregular trees (depth 2-4, fan-out 2-9, leaves of 1-24 nodes), both profiles:
- * without the hand-over fast leaves switches merged on every one of these seeds. */
+ * without the hand-over fast leaves switches merged on every one of these seeds. Fast's top
+ * region stays unresolved there, so the additive method's tree in it is a guess, and its
+ * splits stand only where fast's round trips confirm them (confirm.c): on these seeds all but
+ * one (z 4.1-4.9 of the 5.4 needed), which is contracted. So the tree is true and, but for
+ * that switch, whole: no split that is not in the fabric, at most CONFIRM_LOST missing. */
+#define CONFIRM_LOST 2
 static void test_irregular_exact(void)
 {
     static const uint64_t seeds[] = {2, 8};
@@ -128,13 +133,15 @@ static void test_irregular_exact(void)
                 continue;
             }
             run r = simulate_fast(&f, profiles[p], seeds[s], 0);
-            ok(r.rc == TS_OK && r.acc.tree_exact && r.nodes_in_tree == f.nnodes && !r.partial,
-               "%s irregular seed %llu (%d nodes): exact (missing %d extra %d), %.0f ms",
-               profiles[p], (unsigned long long)seeds[s], f.nnodes, r.acc.splits_missing,
-               r.acc.splits_extra, r.budget_used_us / 1000);
+            ok(r.rc == TS_OK && r.acc.splits_extra == 0 && r.acc.splits_missing <= CONFIRM_LOST &&
+               r.nodes_in_tree == f.nnodes && !r.partial,
+               "%s irregular seed %llu (%d nodes): true, whole but for %d switches at most "
+               "(missing %d extra %d), %.0f ms", profiles[p], (unsigned long long)seeds[s],
+               f.nnodes, CONFIRM_LOST, r.acc.splits_missing, r.acc.splits_extra,
+               r.budget_used_us / 1000);
             /* fast's top region shows no level (its branches differ in depth) and stays
-             * unresolved; the additive method's tree there is not a tested split, so it is
-             * still reported: partial, never claimed measured */
+             * unresolved; the additive method's tree there is a guess, however much of it is
+             * confirmed, so it is still reported: partial, never claimed measured */
             ok(r.nambiguous >= 1, "%s irregular seed %llu: fast's unresolved region still reported "
                "(%d)", profiles[p], (unsigned long long)seeds[s], r.nambiguous);
             ts_fabric_free(&f);
@@ -143,7 +150,8 @@ static void test_irregular_exact(void)
 
 /* Under a budget the hand-over runs only when its matrix fits in half of what is left (the
  * link stage needs the rest): with 120 ms fast's own tree (~90 ms) stays, complete and within
- * the budget; with 400 ms the matrix (~80 ms) fits and the tree is exact. */
+ * the budget; with 400 ms the matrix (~80 ms) fits and the tree is true and whole but for the
+ * split it cannot confirm (test_irregular_exact). */
 static void test_irregular_budget(void)
 {
     ts_fabric f;
@@ -162,9 +170,10 @@ static void test_irregular_budget(void)
     ok(r.budget_used_us < budget, "deadline kept: %.0f us used of %.0f", r.budget_used_us, budget);
     budget = 400000;
     r = simulate_fast(&f, "ethernet", 2, budget);
-    ok(r.rc == TS_OK && !r.partial && r.acc.tree_exact,
-       "irregular seed 2, 400 ms budget: exact (missing %d extra %d)", r.acc.splits_missing,
-       r.acc.splits_extra);
+    ok(r.rc == TS_OK && !r.partial && r.acc.splits_extra == 0 &&
+       r.acc.splits_missing <= CONFIRM_LOST,
+       "irregular seed 2, 400 ms budget: true, whole but for %d switches at most (missing %d "
+       "extra %d)", CONFIRM_LOST, r.acc.splits_missing, r.acc.splits_extra);
     ok(r.budget_used_us <= 0.5 * budget, "and %.0f us used, half the budget left for links",
        r.budget_used_us);
     ts_fabric_free(&f);
