@@ -2409,6 +2409,10 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior &&
                  F.prior_w && F.dead && F.silent && F.count && pairset_init(&F.far, 1024) == 0
              ? TS_OK : TS_ENOMEM;
+    /* every node its own fragment until its region's cut joins some (a region the deadline
+     * left unmeasured is emitted so too) */
+    for (int i = 0; rc == TS_OK && i < n; i++)
+        F.uf[i] = i;
     if (rc == TS_OK)
         rc = fast_run(&F);
     if (rc == TS_ELIMIT) {

@@ -180,6 +180,30 @@ static void test_small_budget(void)
     ts_fabric_free(&f);
 }
 
+/* Budgets that end before the first rounds are done: the depths reached are emitted with
+ * nodes that were never measured (reported, not placed), and a region never cut must not be
+ * read as one (its nodes' fragments were once left unset: a crash, or garbage under valgrind). */
+static void test_budget_below_a_round(void)
+{
+    ts_fabric f;
+    ts_error err = {{0}};
+    ts_fabric_init(&f);
+    ts_gen_fat_tree(&f, 4, 3, &err);
+    double budgets[] = {20, 100, 300, 1000};
+    for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b++) {
+        run r = simulate(&f, "ethernet-udp", 0, 7, budgets[b]);
+        /* (r.partial is only set when discovery returned TS_OK; a tree of no node is then
+         * refused by the comparison with the truth, as by every writer) */
+        ok(r.partial, "%.0f us budget on %d nodes: discovery ends, its tree partial", budgets[b],
+           f.nnodes);
+        is_int(r.nunmeasured + r.nodes_in_tree, f.nnodes,
+               "%.0f us budget: every node is in the tree or unmeasured", budgets[b]);
+        ok(r.budget_used_us <= budgets[b] + 1e-6, "%.0f us budget kept: %.0f us used", budgets[b],
+           r.budget_used_us);
+    }
+    ts_fabric_free(&f);
+}
+
 /* 8 leaf switches of 8 nodes whose uplinks cost nothing and carry load for free: no round trip
  * can tell a node's leaf mates from the others, so the 64 nodes stay below one switch and that
  * switch is reported as ambiguous instead of split by guesswork. With real uplinks the same
@@ -626,6 +650,7 @@ int main(void)
     test_small_three_levels();
     test_irregular();
     test_small_budget();
+    test_budget_below_a_round();
     test_ambiguous();
     test_star_power();
     return done_testing();
