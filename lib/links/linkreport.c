@@ -319,8 +319,12 @@ int ts_link_pairs_write_yaml(const ts_fabric *tree, const ts_link_result *res, F
 {
     fprintf(out, "# toposcope link-stage pairs: each measured pair's round trip (rtt_us, ci_us its\n"
                  "# interval's half-width), what the solved links predict for it (fit_us) and the\n"
-                 "# weight the robust solve kept (below 1: an outlier).\n");
-    fprintf(out, "measurements: %d\npairs:\n", res->nmeas);
+                 "# weight the robust solve kept (below 1: an outlier). rtt_us leaves out the\n"
+                 "# spikes (samples far above the pair's median); tail_us is their share of a mean\n"
+                 "# round trip, pooled over the pairs, which the solve adds to every pair, so the\n"
+                 "# links sum to mean round trips (tail_se_us its standard error).\n");
+    fprintf(out, "measurements: %d\n", res->nmeas);
+    fprintf(out, "tail_us: %.3f\ntail_se_us: %.3f\npairs:\n", res->tail_us, res->tail_se_us);
     for (int i = 0; i < res->nmeas; i++) {
         const ts_link_measurement *M = &res->meas[i];
         if (M->a < 0 || M->a >= tree->nnodes || M->b < 0 || M->b >= tree->nnodes)

@@ -47,10 +47,12 @@ ts_link_interval_score ts_link_interval_score_of(const ts_link_result *res, cons
  * rel_err, and names taken from the truth. */
 int ts_links_write_yaml(const ts_fabric *tree, const ts_link_result *res, const ts_link_truth *t,
                         const ts_fabric *truth, FILE *out);
-/* pairs.yaml: the link stage's measured pairs, one entry each: a, b (node names), round,
- * samples, rtt_us (the pair's round-trip estimate) and ci_us, fit_us (what the solved links
- * predict), residual_us and weight (below 1: the robust solve trusted it less). What the link
- * estimates rest on, for an admin checking one, and for calibrating the stacks' overhead. */
+/* pairs.yaml: tail_us and tail_se_us (the spikes' share of a mean round trip the solve added to
+ * every pair), then the link stage's measured pairs, one entry each: a, b (node names), round,
+ * samples, rtt_us (the pair's round-trip estimate, spikes left out) and ci_us, fit_us (what the
+ * solved links predict), residual_us and weight (below 1: the robust solve trusted it less).
+ * What the link estimates rest on, for an admin checking one, and for calibrating the stacks'
+ * overhead. */
 int ts_link_pairs_write_yaml(const ts_fabric *tree, const ts_link_result *res, FILE *out);
 
 #endif

@@ -9,7 +9,11 @@
  * H is what they add to a round trip, measured on the testbed, and an access link's truth is
  * its delay + H/4, the same definition the simulator's truth uses (lib/links/linkreport.c).
  * With --pairs (the leader's pairs.yaml), H is what the job's own link stage saw: the median
- * over its pairs of the measured round trip minus the emulator's path delay there and back.
+ * over its pairs of the measured round trip minus the emulator's path delay there and back,
+ * plus the spikes' share of a mean round trip (pairs.yaml's tail_us: a pair's rtt_us leaves
+ * the spikes out, the solve adds them back to every pair, and the truth's host part is a
+ * mean round trip's, spikes included, as in the simulator; on a loaded testbed that share
+ * reached tens of us, and without it every access link read about a quarter of it high).
  * That is one number for the whole job, under the job's own load (udping, run before and after
  * it, reads the same stacks under another load and swings by a factor of 5 on a small VM);
  * how the solve splits each pair between access links and uplinks is still what is checked. */
@@ -88,11 +92,12 @@ static double path_us(const ts_fabric *f, int a, int b)
     return d;
 }
 
-/* H from pairs.yaml: the median of rtt_us - 2 * path delay over its pairs; NAN without any.
- * *npairs: how many pairs it rests on. */
-static double host_from_pairs(const ts_fabric *full, const char *path, int *npairs)
+/* H from pairs.yaml: the median of rtt_us - 2 * path delay over its pairs, plus tail_us; NAN
+ * without any pair. *npairs: how many pairs it rests on; *tail: tail_us (0 when absent). */
+static double host_from_pairs(const ts_fabric *full, const char *path, int *npairs, double *tail)
 {
     *npairs = 0;
+    *tail = 0;
     FILE *f = fopen(path, "r");
     if (!f) {
         perror(path);
@@ -102,6 +107,8 @@ static double host_from_pairs(const ts_fabric *full, const char *path, int *npai
     double *h = malloc(cap * sizeof *h);
     char line[1024], a[256], b[256];
     while (h && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "tail_us: ", 9) == 0)
+            *tail = strtod(line + 9, NULL);
         const char *r = strstr(line, "rtt_us: ");
         if (!r || sscanf(line, " - {a: \"%255[^\"]\", b: \"%255[^\"]\"", a, b) != 2)
             continue;
@@ -119,7 +126,7 @@ static double host_from_pairs(const ts_fabric *full, const char *path, int *npai
         h[(*npairs)++] = rtt - 2 * p;
     }
     fclose(f);
-    double m = h && *npairs > 0 ? ts_median(h, *npairs) : NAN;
+    double m = h && *npairs > 0 ? ts_median(h, *npairs) + (isfinite(*tail) ? *tail : 0) : NAN;
     free(h);
     return m;
 }
@@ -159,8 +166,10 @@ int main(int argc, char **argv)
         full.v[v].link_us = model.link_us[v];
     if (pairs) {
         int n;
-        double h = host_from_pairs(&full, pairs, &n);
-        printf("host_us_udping: %.1f\nhost_us_pairs: %.1f\nhost_pairs: %d\n", host_us, h, n);
+        double tail;
+        double h = host_from_pairs(&full, pairs, &n, &tail);
+        printf("host_us_udping: %.1f\nhost_us_pairs: %.1f\nhost_tail_us: %.1f\nhost_pairs: %d\n", host_us, h,
+               tail, n);
         if (!isfinite(h)) {
             fprintf(stderr, "toposcope-treecmp: %s: no pair of the fabric's nodes with an rtt_us\n", pairs);
             return 2;

@@ -1047,7 +1047,9 @@ static void test_truth_map(void)
     ok(good && links == r.nlinks && lists == 1,
        "links.yaml parses: %d entries, %d with a list of names (the aggregate)", links, lists);
     free(buf);
-    /* pairs.yaml read back: every measured pair, in order, with its names and round trip */
+    /* pairs.yaml read back: every measured pair, in order, with its names and round trip, and
+     * the spikes' share the solve added (exact round trips have none: one is set to see it) */
+    r.tail_us = 3.25;
     buf = NULL;
     len = 0;
     mem = open_memstream(&buf, &len);
@@ -1057,7 +1059,7 @@ static void test_truth_map(void)
     yaml_parser_set_input_string(&yp, (const unsigned char *)buf, len);
     int entries = 0, agree = 0, depth = 0;
     char key[32] = "", an_[64] = "", bn_[64] = "";
-    double rtt = NAN;
+    double rtt = NAN, tail = NAN;
     good = 1;
     done = 0;
     while (good && !done) {
@@ -1073,16 +1075,19 @@ static void test_truth_map(void)
             agree += M && strcmp(an_, inf.v[inf.node_vertex[M->a]].name) == 0 &&
                      strcmp(bn_, inf.v[inf.node_vertex[M->b]].name) == 0 && fabs(rtt - M->rtt_us) < 1e-3;
             entries++;
-        } else if (ev.type == YAML_SCALAR_EVENT && depth == 2) {
+        } else if (ev.type == YAML_SCALAR_EVENT && (depth == 1 || depth == 2)) {
+            /* depth 1: the file's keys (tail_us); depth 2: a pair's */
             const char *v = (const char *)ev.data.scalar.value;
             if (!key[0]) {
                 snprintf(key, sizeof key, "%s", v);
             } else {
-                if (strcmp(key, "a") == 0)
+                if (depth == 1 && strcmp(key, "tail_us") == 0)
+                    tail = strtod(v, NULL);
+                else if (depth == 2 && strcmp(key, "a") == 0)
                     snprintf(an_, sizeof an_, "%s", v);
-                else if (strcmp(key, "b") == 0)
+                else if (depth == 2 && strcmp(key, "b") == 0)
                     snprintf(bn_, sizeof bn_, "%s", v);
-                else if (strcmp(key, "rtt_us") == 0)
+                else if (depth == 2 && strcmp(key, "rtt_us") == 0)
                     rtt = strtod(v, NULL);
                 key[0] = 0;
             }
@@ -1094,6 +1099,8 @@ static void test_truth_map(void)
     ok(good && r.nmeas > 0 && entries == r.nmeas && agree == r.nmeas,
        "pairs.yaml parses: %d of %d measured pairs, %d with their names and round trip", entries,
        r.nmeas, agree);
+    ok(good && fabs(tail - r.tail_us) < 1e-3, "pairs.yaml: tail_us %.3f, the spikes' share the solve added (%.3f)",
+       tail, r.tail_us);
     free(buf);
     ts_link_truth_free(&t);
     ts_link_result_free(&r);
