@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <netdb.h>
 #include <pwd.h>
@@ -58,6 +59,8 @@ static void usage(FILE *out)
             "                       P + (ID mod K), or the next one when that is busy; keep the\n"
             "                       range below 1024, where no user can take or answer from it\n"
             "  --spool DIR          parent of the job's directory (default /var/spool/toposcope)\n"
+            "  --budget-from US     the budget began at US, microseconds of CLOCK_MONOTONIC (the\n"
+            "                       plugin passes the time it started this program; default: now)\n"
             "  --uid UID --gid GID  the job's user and group: the job directory and files are\n"
             "                       root's, readable by UID alone (POSIX ACL; without ACLs: by\n"
             "                       group GID)\n"
@@ -146,7 +149,7 @@ static int load_policy(const char *policy, int from_stdin, const char *refused,
 int main(int argc, char **argv)
 {
     enum { O_JOB = 256, O_NODES, O_SELF, O_POLICY, O_PBASE, O_PSPAN, O_SPOOL, O_UID, O_GID, O_PDIR,
-           O_CPN, O_NTASKS, O_POLICY_STDIN, O_POLICY_ERROR };
+           O_CPN, O_NTASKS, O_POLICY_STDIN, O_POLICY_ERROR, O_BUDGET_FROM };
     static const struct option longopts[] = {
         {"job", required_argument, 0, O_JOB}, {"nodes", required_argument, 0, O_NODES},
         {"self", required_argument, 0, O_SELF}, {"policy", required_argument, 0, O_POLICY},
@@ -161,6 +164,7 @@ int main(int argc, char **argv)
         {"ntasks", required_argument, 0, O_NTASKS},
         {"policy-stdin", required_argument, 0, O_POLICY_STDIN},
         {"policy-error", required_argument, 0, O_POLICY_ERROR},
+        {"budget-from", required_argument, 0, O_BUDGET_FROM},
         {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     agent_config c;
@@ -194,6 +198,15 @@ int main(int argc, char **argv)
         case O_PDIR: policy_dir = optarg; break;
         case O_CPN: cpus_per_node = optarg; break;
         case O_NTASKS: ntasks_s = optarg; break;
+        case O_BUDGET_FROM:
+            /* the plugin's clock when it started this program: starting it (fork, exec, the
+             * loader) took tens of ms on a loaded node, and counted from here instead the
+             * agent ran past the plugin's deadline and was killed before writing its files */
+            if (agent_parse_uint(optarg, ULONG_MAX, &v) || (double)v > agent_clock_us() + 1e3)
+                return bad("--budget-from wants the time the budget began, in microseconds of "
+                           "CLOCK_MONOTONIC and not in the future, not '%s'", optarg);
+            c.started_us = (double)v;
+            break;
         case O_PBASE:
             if (agent_parse_uint(optarg, 65535, &v) || v < 1)
                 return bad("--port-base wants a port 1..65535, not '%s'", optarg);

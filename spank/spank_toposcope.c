@@ -414,18 +414,20 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     char refused[TS_ERROR_TEXT_MAX] = "";
     if (strchr(policy, '/'))
         policy_in = policy_as_user(policy, uid, gid, refused);
-    char parent[PARENT_MAX], budget[32], pbase[16], pspan[16], step_ns[32];
+    char parent[PARENT_MAX], budget[32], pbase[16], pspan[16], step_ns[32], from[32];
     if (spool_parent(self, parent, sizeof parent) != 0)
         return 0;
     snprintf(budget, sizeof budget, "%ld", conf.budget_ms);
     snprintf(pbase, sizeof pbase, "%ld", conf.port_base);
     snprintf(pspan, sizeof pspan, "%ld", conf.port_span);
     snprintf(step_ns, sizeof step_ns, "%ld", conf.level_step_ns);
-    char *argv[24] = {conf.prolog, "--job", (char *)job_s, "--nodes", (char *)nodes, "--self",
+    /* the agent's budget runs from t0, as the kill below does: starting it takes time too */
+    snprintf(from, sizeof from, "%.0f", t0 * 1e3);
+    char *argv[26] = {conf.prolog, "--job", (char *)job_s, "--nodes", (char *)nodes, "--self",
                       (char *)self, strchr(policy, '/') ? "--policy-stdin" : "--policy", policy,
-                      "--policy-dir", conf.policy_dir, "--budget-ms", budget, "--port-base", pbase,
-                      "--port-span", pspan, "--spool", parent};
-    int argc = 19;
+                      "--policy-dir", conf.policy_dir, "--budget-ms", budget, "--budget-from", from,
+                      "--port-base", pbase, "--port-span", pspan, "--spool", parent};
+    int argc = 21;
     if (conf.level_step_ns > 0) {
         argv[argc++] = "--level-step-ns";
         argv[argc++] = step_ns;

@@ -28,7 +28,7 @@ BUDGET=5000          # ms, the healthy runs
 FAULT_BUDGET=3000    # ms, the runs where something is broken
 GRACE=200            # ms the issue allows past the budget
 
-tb_tap_begin 54 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
+tb_tap_begin 56 "make" "$TB_FABEMU" "$TB_UDPING" "$PROLOG" "$TREECMP"
 command -v python3 >/dev/null || bail_out "python3 is needed to forge datagrams"
 
 # ---- 8 nodes ------------------------------------------------------------------------------------
@@ -358,6 +358,25 @@ ok $? "12 us per link: the tree exact in $exact of 10 jobs (at least 9)"
 ok $wrong "12 us per link: no wrong tree reported measured ($wrong of 10)"
 ok $untrue "12 us per link: every tree true, exact or coarser: no split the fabric lacks ($untrue of 10)"
 PARAMS=$PARAMS_DEMO
+
+# ---- the plugin's start counts: --budget-from ----------------------------------------------------
+# The plugin passes the time it started the agents (--budget-from), so that starting them counts
+# against the budget as it does for the plugin's kill. Four agents whose 1500 ms budget began
+# 1000 ms ago: each is done within the 500 ms left + GRACE, with its status written.
+from=$(perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC -e 'printf "%.0f", clock_gettime(CLOCK_MONOTONIC) * 1e6 - 1e6')
+tb_agents_launch 951 1500 node1,node2,node3,node4 --budget-from "$from"
+tb_agents_wait
+late=0
+for nd in node1 node2 node3 node4; do
+  read -r rc ms < "$work/951/$nd.rc" || ms=99999
+  { [ "$ms" -le $((500 + GRACE)) ] && [ -n "$(field "$(tb_agent_spool 951 $nd)/status.yaml" status)" ]; } ||
+    late=$((late + 1))
+done
+ok $late "--budget-from 1000 ms ago, budget 1500 ms: every agent done within 500 + $GRACE ms, status written \
+(slowest $(slowest 951 node1,node2,node3,node4) ms; $(statuses 951 node1,node2,node3,node4 | paste -sd' '))"
+"$PROLOG" --job 1 --nodes node1 --self node1 --budget-from 99999999999999999 > "$work/o.out" 2>&1
+[ $? -eq 2 ] && grep -q -- '--budget-from wants the time the budget began' "$work/o.out"
+ok $? "--budget-from in the future: exit 2, says so"
 
 # ---- bad options name the fix -------------------------------------------------------------------
 "$PROLOG" --job 1 --nodes 'node[1-4]' --self node9 > "$work/o.out" 2>&1
