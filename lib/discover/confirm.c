@@ -244,31 +244,27 @@ typedef struct split_work {
     long *cnt;
     size_t cells;
     double *set_sigma;      /* each set's noise, as split_z weighs it */
-    unsigned char *in_u;    /* by branch: in the group tested */
-    size_t branches;
 } split_work;
 
 #define CELL_DOF_MIN 8      /* degrees of freedom a split's own spread needs (split_z) */
 
-/* A group u of the branches of one side (branches lo..hi; in_u marks u's) against the whole
- * of the other side (branches olo..ohi), in one set of measurements (its cells S, N: sums and
+/* Branch u of one side (branches lo..hi) against the whole of the other side (branches olo..ohi), in one set of measurements (its cells S, N: sums and
  * counts by pair of branches): the four-point estimate averaged over quartets with a in u, a'
  * in the rest of u's side, b and b' in two different branches of the other side, each pair of
  * those branches alike:
  *     (1/q) sum_j [m(u,B_j) + m(U',B_j)] - m(u,U') - (2/(q(q-1))) sum_{j<j'} m(B_j,B_j')
  * where m is the mean of the measured round trips between two sets and U' the rest of u's
  * side pooled; *var its variance in units of one measurement's. Returns 0 when two of those
- * sets were never measured together: this set cannot test the group. */
-static int group_estimate(const double *S, const long *N, int nb, const unsigned char *in_u,
-                          int lo, int hi, int olo, int ohi, double *est, double *var)
+ * sets were never measured together: this set cannot test the branch. */
+static int branch_estimate(const double *S, const long *N, int nb, int u, int lo, int hi,
+                           int olo, int ohi, double *est, double *var)
 {
     int q = ohi - olo;
     double s = 0;
     long n = 0;
-    for (int v = lo; v < hi; v++)          /* m(u, U') */
-        for (int w = lo; w < hi; w++)
-            if (in_u[v] && !in_u[w])
-                s += S[v * nb + w], n += N[v * nb + w];
+    for (int w = lo; w < hi; w++)          /* m(u, U') */
+        if (w != u)
+            s += S[u * nb + w], n += N[u * nb + w];
     if (n == 0)
         return 0;
     *est = -s / (double)n;
@@ -277,7 +273,7 @@ static int group_estimate(const double *S, const long *N, int nb, const unsigned
         long nu = 0, nr = 0;
         double su = 0, sr = 0;
         for (int v = lo; v < hi; v++) {
-            if (in_u[v])
+            if (v == u)
                 su += S[v * nb + j], nu += N[v * nb + j];
             else
                 sr += S[v * nb + j], nr += N[v * nb + j];
@@ -317,18 +313,18 @@ static double cell_spread(const double *S, const double *Q, const long *N, int n
     return dof >= CELL_DOF_MIN && ss > 0 ? sqrt(ss / (double)dof) : NAN;
 }
 
-/* Group u's estimate over every set that can test it, each weighted by its inverse variance
+/* Branch u's estimate over every set that can test it, each weighted by its inverse variance
  * (the sets are independent measurements), in standard errors; INFINITY when none can. */
-static double group_z(const split_work *W, int nb, int nsets, const double *sigma,
-                      const unsigned char *in_u, int lo, int hi, int olo, int ohi)
+static double branch_z(const split_work *W, int nb, int nsets, const double *sigma, int u,
+                       int lo, int hi, int olo, int ohi)
 {
     double wsum = 0, esum = 0;
     size_t cells = (size_t)nb * (size_t)nb;
     for (int s = 0; s < nsets; s++) {
         double est, var;
         if (!(sigma[s] > 0) || !isfinite(sigma[s]) ||
-            !group_estimate(W->sum + s * cells, W->cnt + s * cells, nb, in_u, lo, hi, olo, ohi,
-                            &est, &var))
+            !branch_estimate(W->sum + s * cells, W->cnt + s * cells, nb, u, lo, hi, olo, ohi,
+                             &est, &var))
             continue;
         double w = 1 / (var * sigma[s] * sigma[s]);
         wsum += w;
@@ -338,7 +334,7 @@ static double group_z(const split_work *W, int nb, int nsets, const double *sigm
 }
 
 /* The split x–y's weakest z (NAN when out of memory): each branch of either side against the
- * other side (group_z of one branch). */
+ * other side (branch_z). */
 static double split_z(const graph *g, int x, int y, int nnodes, const ts_confirm_meas *m, long nm,
                       const double *sigma, int nsets, split_work *W)
 {
@@ -356,14 +352,6 @@ static double split_z(const graph *g, int x, int y, int nnodes, const ts_confirm
             return NAN;
         W->cnt = n;
         W->cells = all;
-    }
-    if ((size_t)nb > W->branches) {
-        unsigned char *in = realloc(W->in_u, (size_t)nb);
-        if (in)
-            W->in_u = in;
-        if (!in)
-            return NAN;
-        W->branches = (size_t)nb;
     }
     for (int i = 0; i < nnodes; i++)
         W->label[i] = -1;
@@ -398,9 +386,7 @@ static double split_z(const graph *g, int x, int y, int nnodes, const ts_confirm
     for (int sd = 0; sd < 2; sd++) {
         int lo = side[sd][0], hi = side[sd][1], olo = side[sd][2], ohi = side[sd][3];
         for (int i = lo; i < hi; i++) {
-            memset(W->in_u, 0, (size_t)nb);
-            W->in_u[i] = 1;
-            double z = group_z(W, nb, nsets, own, W->in_u, lo, hi, olo, ohi);
+            double z = branch_z(W, nb, nsets, own, i, lo, hi, olo, ohi);
             weakest = z < weakest ? z : weakest;
         }
     }
@@ -535,7 +521,6 @@ int ts_confirm_splits(ts_utree *t, int nnodes, const ts_confirm_meas *m, long nm
     free(W.sq);
     free(W.cnt);
     free(W.set_sigma);
-    free(W.in_u);
     return rc;
 }
 
