@@ -69,6 +69,8 @@ static void usage(FILE *out)
             "  --no-actions         record and log only: no scontrol at all\n"
             "  --scontrol PATH      the scontrol to run (default: scontrol on PATH)\n"
             "  --budget-ms MS       hard time budget of the whole epilog (default 5000)\n"
+            "  --budget-from US     the budget began at US, microseconds of CLOCK_MONOTONIC (the\n"
+            "                       plugin passes the time it started this program; default: now)\n"
             "  --prometheus-dir DIR refresh DIR/toposcope.prom (node_exporter's textfile collector)\n"
             "                       with toposcope report --format prometheus over the records\n"
             "                       directory, when it can be read within the budget\n"
@@ -121,7 +123,7 @@ static int parse_options(int argc, char **argv, epilog_config *c)
 {
     enum { O_JOB = 256, O_NODES, O_SELF, O_UID, O_USER, O_SPOOL, O_RECORDS, O_BASELINE, O_POLICY,
            O_TOPOLOGY, O_COMMENT, O_DRAIN_RATE, O_NO_ACTIONS, O_SCONTROL, O_BUDGET, O_LOG_STDERR, O_TIME,
-           O_PROMETHEUS };
+           O_PROMETHEUS, O_BUDGET_FROM };
     static const struct option longopts[] = {
         {"job", required_argument, 0, O_JOB}, {"nodes", required_argument, 0, O_NODES},
         {"self", required_argument, 0, O_SELF}, {"uid", required_argument, 0, O_UID},
@@ -130,7 +132,8 @@ static int parse_options(int argc, char **argv, epilog_config *c)
         {"policy", required_argument, 0, O_POLICY}, {"topology", required_argument, 0, O_TOPOLOGY},
         {"admin-comment", no_argument, 0, O_COMMENT}, {"drain-per-hour", required_argument, 0, O_DRAIN_RATE},
         {"no-actions", no_argument, 0, O_NO_ACTIONS}, {"scontrol", required_argument, 0, O_SCONTROL},
-        {"budget-ms", required_argument, 0, O_BUDGET}, {"log-stderr", no_argument, 0, O_LOG_STDERR},
+        {"budget-ms", required_argument, 0, O_BUDGET}, {"budget-from", required_argument, 0, O_BUDGET_FROM},
+        {"log-stderr", no_argument, 0, O_LOG_STDERR},
         {"time", required_argument, 0, O_TIME}, {"prometheus-dir", required_argument, 0, O_PROMETHEUS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
@@ -181,6 +184,16 @@ static int parse_options(int argc, char **argv, epilog_config *c)
                 return 2;
             }
             c->budget_ms = x;
+            break;
+        case O_BUDGET_FROM:
+            /* the plugin's clock when it started this program, so that starting it counts
+             * against the budget as it does for the plugin's kill */
+            if (parse_number(optarg, 0, 1e18, &x) || x / 1e6 > ts_flag_clock() + 1e-3) {
+                fail_msg("--budget-from wants the time the budget began, in microseconds of "
+                         "CLOCK_MONOTONIC and not in the future, not '%s'", optarg);
+                return 2;
+            }
+            c->t0 = x / 1e6;
             break;
         case O_TIME:
             if (parse_number(optarg, 0, 1e12, &x)) {
@@ -524,11 +537,15 @@ int main(int argc, char **argv)
     int rc = parse_options(argc, argv, &c);
     if (rc)
         return rc;
-    c.t0 = t0;
-    /* the hard stop, to the millisecond; the steps keep within shares of it on their own */
+    if (!(c.t0 > 0))
+        c.t0 = t0;
+    /* the hard stop, to the millisecond, at t0 + budget (what is left of it now; at least a
+     * millisecond, so a budget already spent stops at once); the steps keep within shares of
+     * it on their own */
     signal(SIGALRM, on_alarm);
-    struct itimerval budget = { { 0, 0 }, { (time_t)(c.budget_ms / 1000),
-                                            (suseconds_t)fmod(c.budget_ms, 1000.0) * 1000 } };
+    double left_ms = fmax(c.budget_ms - (ts_flag_clock() - c.t0) * 1e3, 1);
+    struct itimerval budget = { { 0, 0 }, { (time_t)(left_ms / 1000),
+                                            (suseconds_t)fmod(left_ms, 1000.0) * 1000 } };
     setitimer(ITIMER_REAL, &budget, NULL);
     openlog("toposcope", LOG_PID | (c.log_stderr ? LOG_PERROR : 0), LOG_DAEMON);
 

@@ -657,12 +657,15 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     /* toposcope-epilog records the job's link anomalies from the spool (and removes it); the
      * plugin removes whatever is left, so a failed or missing recorder never leaves a spool. */
     if (conf.epilog[0] && access(conf.epilog, X_OK) == 0) {
-        char job_s[16], budget[32], err[STDERR_KEEP + 1], policy_file[2 * TS_SITECONF_PATH_MAX + 8];
+        char job_s[16], budget[32], from[32], err[STDERR_KEEP + 1];
+        char policy_file[2 * TS_SITECONF_PATH_MAX + 8];
+        double t0 = now_ms();
         snprintf(job_s, sizeof job_s, "%u", job);
         snprintf(budget, sizeof budget, "%d", EPILOG_BUDGET_MS);
-        char *argv[16] = {conf.epilog, "--job", job_s, "--self", (char *)self, "--spool", parent,
-                          "--records", conf.records, "--budget-ms", budget};
-        int n = 11;
+        snprintf(from, sizeof from, "%.0f", t0 * 1e3);   /* its budget runs from t0, as the kill's */
+        char *argv[18] = {conf.epilog, "--job", job_s, "--self", (char *)self, "--spool", parent,
+                          "--records", conf.records, "--budget-ms", budget, "--budget-from", from};
+        int n = 13;
         const char *nodes = getenv("SLURM_JOB_NODELIST") ? getenv("SLURM_JOB_NODELIST")
                                                         : getenv("SLURM_NODELIST");
         if (nodes) {
@@ -676,7 +679,6 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
             argv[n++] = policy_file;
         }
         argv[n] = NULL;
-        double t0 = now_ms();
         int killed, status = run_bounded(argv, -1, t0 + EPILOG_BUDGET_MS + KILL_GRACE_MS, err, &killed);
         if (status == -1 || killed || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
             slurm_error("toposcope: job %u on %s: toposcope-epilog %s%s%s", job, self,

@@ -285,6 +285,19 @@ printf 'placement:\n  kind: compact\nanomaly:\n  threshold_pct: lots\n' > "$tmp/
 run_epilog 701 --policy "$tmp/badpolicy.yaml" 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "$tmp/badpolicy.yaml:4:.*threshold_pct.*default thresholds" "$tmp/err" && [ -s "$tmp/rec/job-701.yaml" ]
 ok $? "a bad --policy: exit 2 naming FILE:LINE, and the record written all the same"
+# the plugin passes the time it started the epilog (--budget-from): a budget that began 10 s
+# before is spent, and the epilog stops at once, writing nothing
+spool_job 702 4
+mkdir -p "$tmp/rec-late"
+from=$(perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC -e 'printf "%.0f", clock_gettime(CLOCK_MONOTONIC) * 1e6 - 1e7')
+t0=$(date +%s%N)
+run_epilog 702 --records "$tmp/rec-late" --budget-ms 5000 --budget-from "$from" 2> "$tmp/err"; rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc -eq 1 ] && grep -q 'time budget exhausted' "$tmp/err" && [ ! -e "$tmp/rec-late/job-702.yaml" ] && [ $ms -lt 2000 ]
+ok $? "a 5 s budget begun 10 s before (--budget-from): the epilog stops at once (exit $rc, $ms ms), no record"
+run_epilog 703 --budget-from 99999999999999999 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q -- '--budget-from wants the time the budget began' "$tmp/err"
+ok $? "--budget-from in the future: exit 2, says so"
 "$bin" report --records "$tmp/nope" 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "$tmp/nope" "$tmp/err"; ok $? "a missing records directory: exit 2 naming it"
 "$bin" report --records "$tmp/rec" --since 7x 2> "$tmp/err"; [ $? -eq 2 ]; ok $? "--since 7x is refused"
