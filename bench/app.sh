@@ -16,6 +16,8 @@
 # prolog time paid (status.yaml's leader_ms: rendezvous, measurement, placement).
 #   JOBS=5 bench/app.sh        (as root; about 3 minutes per job pair; every job's files stay in
 #                               $TB_STATE/bench-app until the next run)
+#   FABRICS=by-leaf bench/app.sh  (some of the cases: their tables in $TB_STATE/bench-app/tables.md,
+#                               the results files left as they are)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 . "$REPO/tests/testbed/lib.sh"
@@ -23,7 +25,8 @@ tb_require_root
 JOBS=${JOBS:-5}
 BCAST_BYTES=${BCAST_BYTES:-4000000}
 PARAMS=${PARAMS:-$REPO/etc/payoff/bench-app.yaml}
-FABRICS=${FABRICS:-"alternating by-leaf"}
+ALL_FABRICS="alternating by-leaf"
+FABRICS=${FABRICS:-$ALL_FABRICS}
 for f in "$TB_FABEMU" "$TB_BUILD/lib/spank_toposcope.so" "$TB_BUILD/bin/toposcope-prolog" \
          "$TB_BUILD/bin/twolevel_bcast"; do
   [ -x "$f" ] || tb_die "$f is missing: run 'make' (twolevel_bcast needs mpicc)"
@@ -180,6 +183,15 @@ for name in $FABRICS; do
     printf "| %s | %s ms | %d of %d | %s | %s | %.2fx |\n", c, l, m, j, t, f, f / t }'
 done
 }
+# The results files hold every case: a run of some of them (FABRICS) leaves them as they are,
+# else its tables would stand for the whole benchmark (one by-leaf run took the alternating
+# case's rows out of bench/RESULTS.md that way).
+if [ "$FABRICS" != "$ALL_FABRICS" ]; then
+  tables | tee "$D/tables.md"
+  echo "bench-app: FABRICS=\"$FABRICS\" is not every case (\"$ALL_FABRICS\"): bench/RESULTS.md and" \
+       "bench/app/RESULTS.md left as they are; these tables are in $D/tables.md" >&2
+  exit 0
+fi
 mkdir -p "$REPO/bench/app"
 tables | tee "$REPO/bench/app/RESULTS.md"
 # bench/RESULTS.md ends with this section (bench/run.sh appends the file above): replace it.
