@@ -343,13 +343,12 @@ static int write_metrics(const sim_options *o, FILE *m, const ts_probe_engine *e
     for (int i = 0; i < rep->nunmeasured; i++)
         fprintf(m, "%s\"%s\"", i ? ", " : "", truth->v[truth->node_vertex[rep->unmeasured[i]]].name);
     fprintf(m, "]\n");
-    /* a switch kept whole because its children could not be told apart, by its inferred name */
+    /* the switches kept whole because their children could not be told apart (tree.yaml's
+     * unresolved ones), by their inferred names */
     fprintf(m, "ambiguous_switches: [");
-    for (int i = 0; i < rep->nambiguous; i++) {
-        int v = ts_fabric_find(inferred, truth->v[truth->node_vertex[rep->ambiguous[i]]].name);
-        int sw = v >= 0 ? inferred->v[v].parent : TS_NONE;
-        fprintf(m, "%s\"%s\"", i ? ", " : "", sw != TS_NONE ? inferred->v[sw].name : "?");
-    }
+    for (int v = 0, k = 0; v < inferred->nvert; v++)
+        if (inferred->v[v].unresolved)
+            fprintf(m, "%s\"%s\"", k++ ? ", " : "", inferred->v[v].name);
     fprintf(m, "]\n");
     return 0;
 }

@@ -334,6 +334,7 @@ int ts_fabric_copy(ts_fabric *dst, const ts_fabric *src, ts_error *err)
         d->link_lo_us = src->v[i].link_lo_us;
         d->link_hi_us = src->v[i].link_hi_us;
         d->host_us = src->v[i].host_us;
+        d->unresolved = src->v[i].unresolved;
     }
     for (int i = 0; i < src->nvert; i++)
         for (int c = src->v[i].first_child; c != TS_NONE; c = src->v[c].next_sibling) {
@@ -381,6 +382,8 @@ int ts_fabric_write_yaml(const ts_fabric *f, FILE *out)
         yaml_num(out, "link_hi_us", v->link_hi_us);
         if (v->kind == TS_NODE)
             yaml_num(out, "host_us", v->host_us);
+        if (v->unresolved)
+            fprintf(out, ", unresolved: true");
         fprintf(out, "}\n");
         for (int c = v->first_child; c != TS_NONE; c = f->v[c].next_sibling)
             queue[tail++] = c;

@@ -8,7 +8,7 @@
 
 static const char *const top_keys[] = { "nodes", "switches", "vertices", NULL };
 static const char *const vertex_keys[] = { "name", "kind", "parent", "link_us", "link_lo_us",
-                                           "link_hi_us", "host_us", NULL };
+                                           "link_hi_us", "host_us", "unresolved", NULL };
 static const char *const kinds[] = { "switch", "node", NULL };
 
 /* Latencies are microseconds; a day is far beyond any plausible link and keeps sums finite. */
@@ -64,6 +64,11 @@ static int add_vertex(tree_reader *r, int map)
     if (kind == 0 && ts_ydoc_get(d, map, "host_us") >= 0)
         return ts_ydoc_fail(d, ts_ydoc_get(d, map, "host_us"), r->err,
                             "'host_us' belongs to nodes, and '%s' is a switch", name);
+    int at = ts_ydoc_get(d, map, "unresolved");
+    if (at >= 0 && kind == 1)
+        return ts_ydoc_fail(d, at, r->err, "'unresolved' belongs to switches, and '%s' is a node", name);
+    if (at >= 0 && (rc = ts_ydoc_bool(d, at, "unresolved", &v->unresolved, r->err)))
+        return rc;
     return TS_OK;
 }
 

@@ -83,6 +83,23 @@ static int link_stage(ts_probe_engine *e, const ts_measure_options *o, ts_measur
     return TS_OK;
 }
 
+/* The switches discovery left unresolved, each named by a node hanging from it, marked in the
+ * tree (tree.yaml says so): the links at them may span hidden switches, so the anomaly detector
+ * does not hold them against a baseline of single links. */
+static int node_vertex(const ts_fabric *tree, char *const *names, int nnodes, int node)
+{
+    return node >= 0 && node < nnodes ? ts_fabric_find(tree, names[node]) : TS_NONE;
+}
+
+static void mark_unresolved(ts_fabric *tree, const ts_infer_report *rep, char *const *names, int nnodes)
+{
+    for (int i = 0; i < rep->nambiguous; i++) {
+        int v = node_vertex(tree, names, nnodes, rep->ambiguous[i]);
+        if (v != TS_NONE && tree->v[v].parent != TS_NONE)
+            tree->v[tree->v[v].parent].unresolved = 1;
+    }
+}
+
 int ts_measure_run(ts_probe_engine *e, const ts_measure_options *o, ts_measure *m, ts_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -100,6 +117,8 @@ int ts_measure_run(ts_probe_engine *e, const ts_measure_options *o, ts_measure *
         if (rc == TS_OK)
             rc = ts_utree_to_fabric(&ut, o->names, e->tp->nnodes, &m->tree, err);
         ts_utree_free(&ut);
+        if (rc == TS_OK)
+            mark_unresolved(&m->tree, &m->rep, o->names, e->tp->nnodes);
     }
     if (rc != TS_OK)
         return rc;
@@ -137,10 +156,14 @@ const char *ts_measure_verdict(const ts_measure *m, char *why, size_t max)
     }
     if (m->rep.nambiguous > 0) {
         /* a level showed there but its split was not significant: the tree keeps the switch
-         * over all its nodes (coarser, not guessed) */
+         * over all its nodes (coarser, not guessed). Counted in the tree: regions that ended
+         * in one switch are one. */
+        int n = 0;
+        for (int v = 0; v < m->tree.nvert; v++)
+            n += m->tree.v[v].unresolved;
+        n = n > 0 ? n : m->rep.nambiguous;
         snprintf(why, max, "the tree is uncertain: %d switch%s unresolved (a level seen but not "
-                 "significant, or discovery's two methods disagreeing there)", m->rep.nambiguous,
-                 m->rep.nambiguous == 1 ? "" : "es");
+                 "significant, or discovery's two methods disagreeing there)", n, n == 1 ? "" : "es");
         return "partial";
     }
     if (m->rep.nunpowered > 0) {

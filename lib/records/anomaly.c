@@ -389,6 +389,15 @@ static double z_of_confidence(double conf)
     return (lo + hi) / 2;
 }
 
+/* A switch discovery left unresolved may stand for several: a link at it, below or above, may
+ * span switches the tree does not show. It is measured as it is, but it is not the link of that
+ * name in a resolved tree. */
+static int extent_uncertain(const ts_fabric *tree, int v)
+{
+    int p = tree->v[v].parent;
+    return tree->v[v].unresolved || (p != TS_NONE && tree->v[p].unresolved);
+}
+
 int ts_link_obs_from_result(const ts_fabric *tree, const ts_link_result *res, const ts_fabric *admin,
                             ts_link_obs_set *out, ts_error *err)
 {
@@ -414,6 +423,7 @@ int ts_link_obs_from_result(const ts_fabric *tree, const ts_link_result *res, co
             return ts_fail(err, rc, "cannot name link %d", k);
         }
         o->access = L->access;
+        o->uncertain = extent_uncertain(tree, res->members[L->first]);
         o->est_us = L->est_us;
         o->lo_us = L->lo_us;
         o->hi_us = L->hi_us;
@@ -543,6 +553,7 @@ int ts_link_obs_parse_links_yaml(const ts_fabric *tree, const char *text, size_t
             goto done;
         }
         o->access = kind == 1;
+        o->uncertain = extent_uncertain(tree, v);
         o->se_us = isfinite(o->hi_us - o->lo_us) ? (o->hi_us - o->lo_us) / (2 * zc) : NAN;
         o->samples = isfinite(samples) ? (long)samples : 0;
         o->pairs = isfinite(pairs) ? (int)pairs : 0;
@@ -702,6 +713,8 @@ int ts_baseline_builder_add(ts_baseline_builder *bb, const char *id, int access,
 int ts_baseline_builder_add_set(ts_baseline_builder *bb, const ts_link_obs_set *s)
 {
     for (int i = 0; i < s->n; i++) {
+        if (s->o[i].uncertain)
+            continue;
         int rc = ts_baseline_builder_add(bb, s->o[i].id, s->o[i].access, s->o[i].est_us, s->o[i].se_us);
         if (rc)
             return rc;
@@ -989,7 +1002,7 @@ int ts_anomaly_detect(const ts_link_obs_set *obs, const ts_baseline *b, const ts
             a->score = TS_ANOMALY_SCORE_LOSS + 100 * loss_lower_bound(sent - x->samples, sent);
             continue;
         }
-        if (!bl || bl->access != x->access || !isfinite(x->est_us))
+        if (!bl || bl->access != x->access || !isfinite(x->est_us) || x->uncertain)
             continue;
         out->checked++;
         double excess = x->est_us - bl->median_us;

@@ -106,7 +106,7 @@ int ts_record_write(const ts_record *r, FILE *out)
         num(out, "est_us", o->est_us);
         num(out, "lo_us", o->lo_us);
         num(out, "hi_us", o->hi_us);
-        fprintf(out, ", samples: %ld}\n", o->samples);
+        fprintf(out, ", samples: %ld%s}\n", o->samples, o->uncertain ? ", uncertain: true" : "");
     }
     return ts_anomalies_write_yaml(&r->anomalies, out);
 }
@@ -116,7 +116,8 @@ int ts_record_write(const ts_record *r, FILE *out)
 static const char *const top_keys[] = { "toposcope_record", "job", "user", "uid", "time", "status", "nodes",
                                         "tree", "links", "anomalies", "prolog_s", NULL };
 static const char *const tree_keys[] = { "switches", "depth", "leaf_groups", NULL };
-static const char *const link_keys[] = { "link", "kind", "est_us", "lo_us", "hi_us", "samples", NULL };
+static const char *const link_keys[] = { "link", "kind", "est_us", "lo_us", "hi_us", "samples", "uncertain",
+                                         NULL };
 static const char *const anomaly_keys[] = { "link", "kind", "reason", "expected_us", "observed_us",
                                             "excess_pct", "excess_us", "loss_pct", "score", NULL };
 static const char *const kinds[] = { "uplink", "access", NULL };
@@ -220,6 +221,8 @@ static int read_link(ts_record *r, const ts_ydoc *d, int e, ts_error *err)
         (rc = opt_num(d, e, "hi_us", -MAX_US, MAX_US, &o->hi_us, err)) ||
         (rc = opt_num(d, e, "samples", 0, 1e15, &samples, err)))
         return at < 0 ? at : rc;
+    if ((at = ts_ydoc_get(d, e, "uncertain")) >= 0 && (rc = ts_ydoc_bool(d, at, "uncertain", &o->uncertain, err)))
+        return rc;
     o->access = kind == 1;
     o->samples = isfinite(samples) ? (long)samples : 0;
     o->se_us = isfinite(o->hi_us - o->lo_us) ? (o->hi_us - o->lo_us) / (2 * 1.6448536) : NAN;

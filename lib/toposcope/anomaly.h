@@ -98,6 +98,9 @@ typedef struct ts_link_obs {
     double se_us;                    /* from the interval: (hi - lo) / (2 * 1.645) at 90% */
     long samples;
     int pairs;
+    int uncertain;                   /* at a switch discovery left unresolved (tree.yaml), above or below:
+                                      * it may span hidden switches, so it is recorded but neither
+                                      * held against a baseline nor learned into one */
 } ts_link_obs;
 
 typedef struct ts_link_obs_set {

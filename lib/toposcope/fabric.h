@@ -39,6 +39,9 @@ typedef struct ts_vertex {
     double link_us;      /* one-way latency of the uplink to the parent */
     double link_lo_us, link_hi_us;  /* confidence interval of an estimate */
     double host_us;      /* nodes: host stack overhead, added once per round trip */
+    int unresolved;      /* switches of an inferred tree: discovery could not tell this switch's
+                          * children apart (a level seen but not significant), so it may stand
+                          * for several switches and a link just below it for several links */
 } ts_vertex;
 
 typedef struct ts_fabric {

@@ -23,6 +23,7 @@ static void test_round_trip(void)
         if (f.v[i].kind == TS_NODE)
             f.v[i].host_us = 3.5;
     }
+    f.v[ts_fabric_find(&f, "leaf2")].unresolved = 1;
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
@@ -41,6 +42,9 @@ static void test_round_trip(void)
     }
     ok(same, "same names, kinds, parents and latencies");
     is_num(g.v[ts_fabric_find(&g, "n4")].host_us, 3.5, 1e-9, "host_us kept");
+    ok(g.v[ts_fabric_find(&g, "leaf2")].unresolved && !g.v[ts_fabric_find(&g, "leaf1")].unresolved &&
+       strstr(buf, "\"leaf2\", kind: switch, parent: \"spine\", link_us: 0.5000, unresolved: true}"),
+       "an unresolved switch says so, and only it");
     ok(!strcmp(g.v[g.node_vertex[0]].name, "n1") && !strcmp(g.v[g.node_vertex[4]].name, "n5"), "nodes in hostname order");
     free(buf);
     ts_fabric_free(&f);
@@ -88,6 +92,9 @@ static void test_errors(void)
         { "vertices:\n  - {name: s, kind: switch, parent: null, link_us: fast}\n", "tree.yaml:2:52", "'link_us' must be a number" },
         { "vertices:\n  - {name: s, kind: switch, parent: null, link_us: .inf}\n", "tree.yaml:2:52", "must be a number" },
         { "vertices:\n  - {name: s, kind: switch, parent: null, host_us: 1}\n", "tree.yaml:2:52", "belongs to nodes" },
+        { "vertices:\n  - {name: s, kind: switch, parent: null, unresolved: yes}\n", "tree.yaml:2:55", "'unresolved' must be true or false" },
+        { "vertices:\n  - {name: s, kind: switch, parent: null}\n  - {name: x, kind: node, parent: s, unresolved: true}\n",
+          "tree.yaml:3:50", "belongs to switches" },
         { "nodes: 2\nvertices:\n  - {name: s, kind: switch, parent: null}\n  - {name: x, kind: node, parent: s}\n", "tree.yaml:1:8", "'nodes: 2' but the list has 1" },
         { "switches: 0\nvertices:\n  - {name: s, kind: switch, parent: null}\n  - {name: x, kind: node, parent: s}\n", "tree.yaml:1:11", "'switches: 0'" },
         { "vertices:\n  - {name: s, kind: switch, parent: null}\n", "tree.yaml:2:3", "no nodes" },

@@ -51,9 +51,12 @@ static void test_counts(void)
              "anomalies:\n"
              "  - {link: n2, kind: access, reason: slow, excess_pct: 300, excess_us: 6, score: 30}\n"
              "  - {link: n5, kind: access, reason: unreachable, score: 1000}\n");
-    add(rep, "toposcope_record: 1\njob: \"3\"\ntime: 70\nlinks:\n"
-             "  - {link: n1, kind: access, est_us: 2.1, lo_us: 2.0, hi_us: 2.2}\n"
-             "anomalies: []\n");
+    /* job 3's tree had an unresolved switch: its n6 may span hidden switches */
+    static const char job3[] = "toposcope_record: 1\njob: \"3\"\ntime: 70\nlinks:\n"
+                               "  - {link: n1, kind: access, est_us: 2.1, lo_us: 2.0, hi_us: 2.2}\n"
+                               "  - {link: n6, kind: access, est_us: 5.0, lo_us: 4.9, hi_us: 5.1, uncertain: true}\n"
+                               "anomalies: []\n";
+    add(rep, job3);
     const ts_suspect *s;
     int n;
     ts_error err = {{0}};
@@ -78,9 +81,23 @@ static void test_counts(void)
     ok(l1 && l1->count == 3 && fabs(l1->median_us - 2.1) < 1e-9, "n1 learned from all 3 jobs, median 2.1");
     ok(!ts_baseline_find(&b, "n2"), "n2 was flagged wherever it was measured: not in the baseline");
     ok(ts_baseline_find(&b, "n3") && ts_baseline_find(&b, "n4"), "n3 and n4 learned");
+    ok(!ts_baseline_find(&b, "n6"), "n6, uncertain in the one job that measured it, not learned");
     ts_baseline_free(&b);
 
     ts_record r;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    ok(ts_record_parse(&r, job3, strlen(job3), "job3.yaml", &err) == TS_OK && r.links.n == 2 &&
+       !r.links.o[0].uncertain && r.links.o[1].uncertain, "a record's uncertain link reads back as such");
+    ts_record_write(&r, out);
+    fclose(out);
+    ok(text && strstr(text, "{link: \"n6\", kind: access, est_us: 5.0000, lo_us: 4.9000, hi_us: 5.1000, samples: 0, "
+                            "uncertain: true}") && strstr(text, "hi_us: 2.2000, samples: 0}\n"),
+       "and is written so, n1 not");
+    free(text);
+    ts_record_free(&r);
+
     const char *late = "toposcope_record: 1\njob: \"4\"\ntime: 1\nlinks: []\nanomalies: []\n";
     ts_record_parse(&r, late, strlen(late), "late.yaml", &err);
     ok(ts_report_add(rep, &r, &err) != TS_OK && strstr(err.text, "after the suspects were ranked"),
