@@ -76,7 +76,9 @@ rm -f "$tmp/rec"/job-*.yaml
 flags=(--baseline "$tmp/baseline.yaml" --policy $policy)
 slow=(-- --inject "degrade:$leaf:+8us" --inject "degrade:$node:+6us")
 for s in 1 2 3; do job 30$s 1$s "$tmp/cabling.conf" "$all" "${flags[@]}" "${slow[@]}"; done
-job 304 14 "$tmp/cabling-part.conf" "$part" "${flags[@]}" "${slow[@]}"
+# (seed 16: with 14 the slowed leaf left the top of this tree unresolved, the whole tree a guess,
+# so none of that job's links was compared: toposcope-epilog(8))
+job 304 16 "$tmp/cabling-part.conf" "$part" "${flags[@]}" "${slow[@]}"
 # a job whose epilog had the topology: leaf_a's uplink slowed; its set, n_a's mates and y, is no
 # switch's subtree
 job 305 15 "$tmp/cabling.conf" "$all" "${flags[@]}" --topology "$tmp/admin.conf" -- --inject "degrade:$leaf_a:+8us"
@@ -121,8 +123,10 @@ ok $? "JSON says topology: exact, and within: $pod"
   grep -q "link: \"$leaf\", .*topology: exact"; ok $? "YAML says topology: exact"
 
 # --- the picture
-grep -q "class=\"flagged\".*stroke=\"#ff0000\" stroke-width=\"8.0\"><title>$leaf: rank 1," "$tmp/r.svg"
-ok $? "the SVG draws $leaf's uplink, red and widest"
+width=$(sed -n "s/.*class=\"flagged\".*stroke=\"#ff0000\" stroke-width=\"\([0-9.]*\)\"><title>$leaf: rank 1,.*/\1/p" "$tmp/r.svg")
+widest=$(grep -o 'class="flagged"[^>]*stroke-width="[0-9.]*"' "$tmp/r.svg" | sed 's/.*stroke-width="//; s/"//' | sort -g | tail -1)
+[ -n "$width" ] && [ "$width" = "$widest" ]
+ok $? "the SVG draws $leaf's uplink, red and widest ($width of at most $widest)"
 grep -q "class=\"flagged\".*><title>$node: rank 2," "$tmp/r.svg"; ok $? "and $node's access link"
 grep -q "class=\"within\".*(within $pod)</title>" "$tmp/r.svg"; ok $? "and rings $pod for the set within it"
 [ "$(grep -c 'class="mismatch"' "$tmp/r.svg")" -eq 2 ] &&

@@ -204,6 +204,7 @@ typedef struct fast {
     int *apart;             /* fragment root -> how many fragments F->far has it apart from */
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
+    int *unresolved_of;     /* per node: the unresolved region holding it (its outermost), or -1 */
     double min_gap_us;      /* the narrowest gap of an accepted split */
     double noise_us;        /* the widest spacing at the edge of a gap a split stood on */
     double star_res_us;     /* the coarsest resolution of a star (star_resolution) */
@@ -1942,9 +1943,13 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
     double h = region_height(R);
     int split = R->state == SPLIT, grouped = split && R->grouped, vert = R->vert;
     double scale = split && R->step_us < R->scale_us ? R->step_us : R->scale_us;
-    if ((R->state == UNRESOLVED || R->ungrouped) && nmem > 0 &&
-        note_unresolved(F, mem[0]) != TS_OK)
-        return TS_ENOMEM;
+    if ((R->state == UNRESOLVED || R->ungrouped) && nmem > 0) {
+        if (note_unresolved(F, mem[0]) != TS_OK)
+            return TS_ENOMEM;
+        for (int i = 0; i < nmem; i++)
+            if (F->unresolved_of[mem[i]] < 0)
+                F->unresolved_of[mem[i]] = F->nambiguous - 1;
+    }
     if (R->state == OPEN)
         F->e->partial = 1;
     R = NULL;
@@ -2155,11 +2160,32 @@ static int hand_over_irregular(fast *F, int *replaced)
     rule.min_samples = rule.max_samples = F->k;
     rule.estimator = F->est;
     int resolved = F->nambiguous == 0;
-    int rc = ts_irr_discover(F->e, &rule, live, F->t, replaced, F->err);
+    /* On a fabric of levels with regions fast left unresolved, its own splits are significant
+     * and stand: the additive method's tree adds only the splits that fit them, which fall in
+     * those regions. Elsewhere (nodes at different depths: fast's splits are not to be
+     * trusted) the additive method's tree replaces fast's whole. */
+    ts_utree own;
+    ts_utree_init(&own);
+    int rc = lv == 1 && !resolved && ts_utree_copy(&own, F->t) != TS_OK ? TS_ENOMEM : TS_OK;
+    if (rc == TS_OK)
+        rc = ts_irr_discover(F->e, &rule, live, F->t, replaced, F->err);
     if (rc == TS_ELIMIT) {
         F->e->partial = 1;
         rc = TS_OK;
     }
+    int refined = 0;
+    if (rc == TS_OK && *replaced && own.nvert > 0) {
+        int added, r2 = ts_utree_refine(&own, F->t, F->n, &added);
+        if (r2 == TS_OK) {
+            ts_utree_free(F->t);
+            *F->t = own;
+            ts_utree_init(&own);
+            refined = 1;
+        } else if (r2 == TS_ENOMEM) {
+            rc = r2;
+        }
+    }
+    ts_utree_free(&own);
     /* Fast resolved every region, yet its tree has nodes at different depths (on a fabric of
      * levels, a mistake): the additive method's tree stands as measured only if it has the
      * same leaf groups; where the two disagree, neither is trusted and the result is partial. */
@@ -2174,6 +2200,11 @@ static int hand_over_irregular(fast *F, int *replaced)
             free(after);
         }
     }
+    /* a guess that replaced fast's tree where it left something unresolved is uncertain
+     * everywhere: one region of every node */
+    if (rc == TS_OK && *replaced && !refined && F->nambiguous > 0)
+        for (int i = 0; i < F->n; i++)
+            F->unresolved_of[i] = live[i] ? 0 : -1;
     free(before);
     free(live);
     return rc;
@@ -2355,6 +2386,10 @@ static int report_outcome(fast *F, ts_infer_report *rep, int replaced)
     rep->ambiguous = F->ambiguous;
     rep->nambiguous = F->nambiguous;
     F->ambiguous = NULL;
+    if (F->nambiguous > 0) {
+        rep->unresolved_of = F->unresolved_of;
+        F->unresolved_of = NULL;
+    }
     rep->tol_us = isfinite(F->min_gap_us) ? F->min_gap_us : 0;
     rep->noise_us = F->noise_us;
     rep->star_resolution_us = F->star_res_us;
@@ -2406,13 +2441,14 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.dead = calloc((size_t)n, 1);
     F.silent = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
+    F.unresolved_of = malloc(sizeof(int) * (size_t)n);
     rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior &&
-                 F.prior_w && F.dead && F.silent && F.count && pairset_init(&F.far, 1024) == 0
+                 F.prior_w && F.dead && F.silent && F.count && F.unresolved_of && pairset_init(&F.far, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     /* every node its own fragment until its region's cut joins some (a region the deadline
      * left unmeasured is emitted so too) */
     for (int i = 0; rc == TS_OK && i < n; i++)
-        F.uf[i] = i;
+        F.uf[i] = i, F.unresolved_of[i] = -1;
     if (rc == TS_OK)
         rc = fast_run(&F);
     if (rc == TS_ELIMIT) {
@@ -2445,6 +2481,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.M);
     free(F.obs);
     free(F.ambiguous);
+    free(F.unresolved_of);
     if (rc != TS_OK) {
         ts_utree_free(tree);
         ts_infer_report_free(rep);

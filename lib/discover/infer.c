@@ -18,6 +18,8 @@ void ts_infer_report_free(ts_infer_report *r)
     free(r->ambiguous);
     r->ambiguous = NULL;
     r->nambiguous = 0;
+    free(r->unresolved_of);
+    r->unresolved_of = NULL;
 }
 
 static int cmp_double(const void *a, const void *b)

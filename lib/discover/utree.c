@@ -343,3 +343,208 @@ done:
         ts_fabric_free(out);
     return rc;
 }
+
+/* ---- refining one tree by another's splits ---- */
+
+/* Root t at switch s: the edges on the path from s to the old root turn round. */
+static void utree_reroot(ts_utree *t, int s)
+{
+    int prev = TS_NONE, cur = s;
+    double prev_len = 0;
+    while (cur != TS_NONE) {
+        int next = t->parent[cur];
+        double next_len = t->len[cur];
+        t->parent[cur] = prev;
+        t->len[cur] = prev_len;
+        prev = cur;
+        prev_len = next_len;
+        cur = next;
+    }
+}
+
+int ts_utree_copy(ts_utree *dst, const ts_utree *src)
+{
+    ts_utree_init(dst);
+    for (int v = 0; v < src->nvert; v++)
+        if (ts_utree_add(dst, src->parent[v], src->len[v], src->node[v]) < 0) {
+            ts_utree_free(dst);
+            return TS_ENOMEM;
+        }
+    return TS_OK;
+}
+
+/* node index -> vertex (TS_NONE where absent) over [0, n); -1 when a node has children or
+ * appears twice. */
+static int node_vertices(const ts_utree *t, int n, int *vx)
+{
+    for (int i = 0; i < n; i++)
+        vx[i] = TS_NONE;
+    for (int v = 0; v < t->nvert; v++) {
+        int p = t->parent[v];
+        if (p != TS_NONE && t->node[p] != TS_NONE)
+            return -1;
+        if (t->node[v] != TS_NONE) {
+            if (t->node[v] < 0 || t->node[v] >= n || vx[t->node[v]] != TS_NONE)
+                return -1;
+            vx[t->node[v]] = v;
+        }
+    }
+    return 0;
+}
+
+/* The nodes below every vertex of t as one range of `order` each: [lo[v], hi[v]). */
+static int below_ranges(const ts_utree *t, int *order, int *lo, int *hi)
+{
+    int nv = t->nvert, rc = TS_OK;
+    int *first = malloc(sizeof(int) * (size_t)(nv + 1)), *next = malloc(sizeof(int) * (size_t)(nv + 1));
+    int *stack = malloc(sizeof(int) * (size_t)(nv + 1));
+    if (!first || !next || !stack) {
+        rc = TS_ENOMEM;
+        goto out;
+    }
+    for (int v = 0; v < nv; v++)
+        first[v] = TS_NONE;
+    for (int v = nv - 1; v >= 0; v--)
+        if (t->parent[v] != TS_NONE) {
+            next[v] = first[t->parent[v]];
+            first[t->parent[v]] = v;
+        }
+    int n = 0;
+    for (int root = 0; root < nv; root++) {
+        if (t->parent[root] != TS_NONE)
+            continue;
+        /* iterative depth-first: a vertex is pushed once and closed when its children are */
+        int top = 0;
+        stack[top++] = root;
+        lo[root] = n;
+        while (top > 0) {
+            int v = stack[top - 1];
+            int c = first[v];
+            if (c != TS_NONE) {
+                first[v] = next[c];          /* consumed */
+                lo[c] = n;
+                if (t->node[c] != TS_NONE)
+                    order[n++] = t->node[c];
+                stack[top++] = c;
+            } else {
+                hi[v] = n;
+                top--;
+            }
+        }
+    }
+out:
+    free(first);
+    free(next);
+    free(stack);
+    return rc;
+}
+
+int ts_utree_refine(ts_utree *a, const ts_utree *b, int nnodes, int *added)
+{
+    *added = 0;
+    ts_utree bb;
+    int rc = ts_utree_copy(&bb, b);
+    if (rc != TS_OK)
+        return rc;
+    int cap = a->nvert + b->nvert + 1;
+    int *va = malloc(sizeof(int) * (size_t)(nnodes + 1)), *vb = malloc(sizeof(int) * (size_t)(nnodes + 1));
+    int *cnt = calloc((size_t)cap, sizeof(int)), *size = calloc((size_t)cap, sizeof(int));
+    int *sides = calloc((size_t)cap, sizeof(int)), *touched = malloc(sizeof(int) * (size_t)cap);
+    int *order = malloc(sizeof(int) * (size_t)(nnodes + 1));
+    int *lo = malloc(sizeof(int) * (size_t)(bb.nvert + 1)), *hi = malloc(sizeof(int) * (size_t)(bb.nvert + 1));
+    int *moved = malloc(sizeof(int) * (size_t)cap);
+    if (!va || !vb || !cnt || !size || !sides || !touched || !order || !lo || !hi || !moved) {
+        rc = TS_ENOMEM;
+        goto out;
+    }
+    /* the same nodes, each a leaf, in both */
+    int r = TS_NONE, total = 0;
+    if (node_vertices(a, nnodes, va) || node_vertices(&bb, nnodes, vb)) {
+        rc = TS_EINPUT;
+        goto out;
+    }
+    for (int i = 0; i < nnodes; i++) {
+        if ((va[i] == TS_NONE) != (vb[i] == TS_NONE)) {
+            rc = TS_EINPUT;
+            goto out;
+        }
+        if (va[i] != TS_NONE) {
+            total++;
+            if (r == TS_NONE)
+                r = i;
+        }
+    }
+    if (total < 4 || a->parent[va[r]] == TS_NONE || bb.parent[vb[r]] == TS_NONE)
+        goto out;                        /* no split to add */
+    /* Both rooted at node r's switch: every split is then the nodes below one vertex. */
+    utree_reroot(a, a->parent[va[r]]);
+    utree_reroot(&bb, bb.parent[vb[r]]);
+    for (int i = 0; i < nnodes; i++)
+        for (int v = va[i]; v != TS_NONE; v = a->parent[v])
+            size[v]++;
+    for (int v = 0; v < a->nvert; v++)
+        if (a->parent[v] != TS_NONE && size[v] > 0)
+            sides[a->parent[v]]++;       /* children that hold nodes */
+    if ((rc = below_ranges(&bb, order, lo, hi)) != TS_OK)
+        goto out;
+    for (int u = 0; u < bb.nvert; u++) {
+        int m = hi[u] - lo[u];
+        if (bb.node[u] != TS_NONE || bb.parent[u] == TS_NONE || m < 2 || m > total - 2)
+            continue;
+        const int *X = order + lo[u];
+        int nt = 0;
+        for (int k = 0; k < m; k++)
+            for (int v = va[X[k]]; v != TS_NONE; v = a->parent[v])
+                if (cnt[v]++ == 0)
+                    touched[nt++] = v;
+        int V = va[X[0]];
+        while (cnt[V] < m)
+            V = a->parent[V];
+        /* X is a split of a's too iff every child of V it reaches lies in it whole; it is a new
+         * one iff it takes two children or more and V keeps two other sides */
+        int k = 0, whole = 1;
+        for (int j = 0; j < nt; j++) {
+            int c = touched[j];
+            if (a->parent[c] == V) {
+                whole &= cnt[c] == size[c];
+                moved[k++] = c;
+            }
+        }
+        int left = sides[V] - k + (a->parent[V] != TS_NONE);
+        if (whole && k >= 2 && left >= 2 && a->nvert < cap) {
+            double len = bb.len[u];
+            for (int j = 0; j < k; j++)
+                len = fmin(len, a->len[moved[j]]);
+            len = len > 0 ? len : 0;
+            int w = ts_utree_add(a, V, len, TS_NONE);
+            if (w < 0) {
+                rc = TS_ENOMEM;
+                break;
+            }
+            for (int j = 0; j < k; j++) {
+                a->parent[moved[j]] = w;
+                a->len[moved[j]] -= len;
+            }
+            size[w] = m;
+            sides[w] = k;
+            sides[V] -= k - 1;
+            cnt[w] = 0;
+            ++*added;
+        }
+        for (int j = 0; j < nt; j++)
+            cnt[touched[j]] = 0;
+    }
+out:
+    ts_utree_free(&bb);
+    free(va);
+    free(vb);
+    free(cnt);
+    free(size);
+    free(sides);
+    free(touched);
+    free(order);
+    free(lo);
+    free(hi);
+    free(moved);
+    return rc;
+}

@@ -91,12 +91,30 @@ static int node_vertex(const ts_fabric *tree, char *const *names, int nnodes, in
     return node >= 0 && node < nnodes ? ts_fabric_find(tree, names[node]) : TS_NONE;
 }
 
+static void mark_below(ts_fabric *tree, int v)
+{
+    if (tree->v[v].kind != TS_SWITCH)
+        return;
+    tree->v[v].unresolved = 1;
+    for (int c = tree->v[v].first_child; c != TS_NONE; c = tree->v[c].next_sibling)
+        mark_below(tree, c);
+}
+
 static void mark_unresolved(ts_fabric *tree, const ts_infer_report *rep, char *const *names, int nnodes)
 {
     for (int i = 0; i < rep->nambiguous; i++) {
         int v = node_vertex(tree, names, nnodes, rep->ambiguous[i]);
         if (v != TS_NONE && tree->v[v].parent != TS_NONE)
             tree->v[tree->v[v].parent].unresolved = 1;
+        if (!rep->unresolved_of)
+            continue;
+        /* the region's whole subtree: the common ancestor of its nodes and every switch below */
+        int top = TS_NONE;
+        for (int x = 0; x < nnodes; x++)
+            if (rep->unresolved_of[x] == i && (v = node_vertex(tree, names, nnodes, x)) != TS_NONE)
+                top = top == TS_NONE ? tree->v[v].parent : ts_fabric_lca(tree, top, v);
+        if (top != TS_NONE)
+            mark_below(tree, top);
     }
 }
 
@@ -162,8 +180,9 @@ const char *ts_measure_verdict(const ts_measure *m, char *why, size_t max)
         for (int v = 0; v < m->tree.nvert; v++)
             n += m->tree.v[v].unresolved;
         n = n > 0 ? n : m->rep.nambiguous;
-        snprintf(why, max, "the tree is uncertain: %d switch%s unresolved (a level seen but not "
-                 "significant, or discovery's two methods disagreeing there)", n, n == 1 ? "" : "es");
+        snprintf(why, max, "the tree is uncertain: %d of its %d switches unresolved or inside a region "
+                 "left unresolved (a level seen but not significant, or discovery's two methods "
+                 "disagreeing there)", n, m->tree.nvert - m->tree.nnodes);
         return "partial";
     }
     if (m->rep.nunpowered > 0) {

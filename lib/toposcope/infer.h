@@ -30,6 +30,9 @@ typedef struct ts_infer_report {
     int *unmeasured;         /* their indices (malloc'd; free with ts_infer_report_free) */
     int nambiguous;          /* switches whose children could not be told apart: kept as one */
     int *ambiguous;          /* one node hanging from each (malloc'd), naming the switch */
+    int *unresolved_of;      /* per node index (malloc'd, or NULL): the ambiguous switch whose
+                              * region holds it, or -1. Whatever the tree shows inside a region
+                              * is a guess that may miss levels; NULL: only the named switches */
     int rechecked;           /* pairs measured again because a split rested on them alone */
     /* Switches found without children (stars; the fast method): a level step the data could
      * have missed with probability 10 % at most is below the coarsest resolution, us (0: no
