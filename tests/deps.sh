@@ -20,6 +20,7 @@ packages=(
   mpi-default-dev                            # make deb: the hints library's Build-Depends
   rpm                                        # tests/package.t parses the RPM spec (rpmspec), make rpm
   hpcc                                       # make bench-app, make demo: HPC Challenge
+  librsvg2-bin                               # make demo: rsvg-convert, the report's picture as PNG
   debootstrap                                # make stack-debian13: the Debian 13 root (make check)
 )
 
