@@ -238,6 +238,17 @@ void ts_split_set_free(ts_split_set *s)
     s->n = 0;
 }
 
+long ts_split_set_missing(const ts_split_set *want, const ts_split_set *have)
+{
+    long j = 0, missing = 0;
+    for (long i = 0; i < want->n; i++) {
+        while (j < have->n && have->print[j] < want->print[i])
+            j++;
+        missing += j == have->n || have->print[j] != want->print[i];
+    }
+    return missing;
+}
+
 typedef struct split_work {
     int *label, *stack, *came;
     double *sum, *sq;       /* by set, then pair of branches */

@@ -29,6 +29,8 @@ typedef struct ts_split_set {
 
 int ts_split_set_of(const ts_utree *t, ts_split_set *out);     /* TS_OK or TS_ENOMEM */
 void ts_split_set_free(ts_split_set *s);
+/* How many of want's splits have lacks (both as ts_split_set_of makes them: sorted). */
+long ts_split_set_missing(const ts_split_set *want, const ts_split_set *have);
 
 /* Tests every split of t (an inner edge between two switches: the nodes on one side against
  * those on the other) on the measurements m[0..nm-1], set s of which has the noise (one

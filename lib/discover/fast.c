@@ -205,6 +205,8 @@ typedef struct fast {
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
     int *unresolved_of;     /* per node: the unresolved region holding it (its outermost), or -1 */
+    ts_split_set own_splits; /* fast's own splits, where the guess only refines its tree: none
+                              * of them may be contracted unmarked (confirm_guess) */
     double min_gap_us;      /* the narrowest gap of an accepted split */
     double noise_us;        /* the widest spacing at the edge of a gap a split stood on */
     double star_res_us;     /* the coarsest resolution of a star (star_resolution) */
@@ -2174,6 +2176,8 @@ static int hand_over_irregular(fast *F, int *replaced)
         rc = TS_OK;
     }
     int refined = 0;
+    if (rc == TS_OK && *replaced && own.nvert > 0)
+        rc = ts_split_set_of(&own, &F->own_splits);
     if (rc == TS_OK && *replaced && own.nvert > 0) {
         int added, r2 = ts_utree_refine(&own, F->t, F->n, &added);
         if (r2 == TS_OK) {
@@ -2303,6 +2307,27 @@ static int confirm_rounds(fast *F, walk *W, const int *live, int nlive, int k, i
     return rc;
 }
 
+/* Confirm tests every split of the tree, fast's own too where the guess only refined it. A
+ * split of fast's that it contracted leaves a coarser tree outside the unresolved regions,
+ * where no switch is marked: which switch absorbed it is not tracked, so the whole tree is
+ * then one region left unresolved (as when the guess replaces fast's tree), and no link of it
+ * is held against a baseline. Contracting the guess's own splits, inside the regions, is what
+ * confirm is for: those are marked already. */
+static int mark_own_contractions(fast *F)
+{
+    if (F->own_splits.n == 0)
+        return TS_OK;
+    ts_split_set now;
+    if (ts_split_set_of(F->t, &now) != TS_OK)
+        return TS_ENOMEM;
+    long lost = ts_split_set_missing(&F->own_splits, &now);
+    ts_split_set_free(&now);
+    if (lost > 0)
+        for (int i = 0; i < F->n; i++)
+            F->unresolved_of[i] = !F->dead[i] && F->count[i] > 0 ? 0 : -1;
+    return TS_OK;
+}
+
 /* Where fast left switches unresolved, the additive method's tree stands in: a guess. Its
  * splits are tested on fast's own round trips (confirm.c) and those they do not confirm are
  * contracted, so the partial result is a coarser but true tree. A job of up to
@@ -2349,8 +2374,11 @@ static int confirm_guess(fast *F)
         double left = ts_probe_remaining_us(F->e);
         int more = rc == TS_OK && fails && !deadline && look < looks && isfinite(left) &&
                    next <= DOUBLING_SHARE * left;
-        if (rc == TS_OK && fails && !more)
+        if (rc == TS_OK && fails && !more) {
             rc = ts_confirm_splits(F->t, F->n, m, nm, sigma, nk, alpha, 1, &fails);
+            if (rc == TS_OK && fails)
+                rc = mark_own_contractions(F);
+        }
         free(m);
         if (rc != TS_OK || !more)
             break;
@@ -2482,6 +2510,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.obs);
     free(F.ambiguous);
     free(F.unresolved_of);
+    ts_split_set_free(&F.own_splits);
     if (rc != TS_OK) {
         ts_utree_free(tree);
         ts_infer_report_free(rep);
