@@ -289,7 +289,7 @@ ok $? "a bad --policy: exit 2 naming FILE:LINE, and the record written all the s
 # before is spent, and the epilog stops at once, writing nothing
 spool_job 702 4
 mkdir -p "$tmp/rec-late"
-from=$(perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC -e 'printf "%.0f", clock_gettime(CLOCK_MONOTONIC) * 1e6 - 1e7')
+from=$(monotonic_us_ago 10000)
 t0=$(date +%s%N)
 run_epilog 702 --records "$tmp/rec-late" --budget-ms 5000 --budget-from "$from" 2> "$tmp/err"; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))

@@ -8,6 +8,8 @@
 #   bail_out TEXT         "Bail out! TEXT" and exit 1: the test cannot go on at all
 #   tap_end               the plan if tap_plan was not called (else a comment when the count
 #                         differs), then exit: 0 when every check passed
+#   monotonic_us_ago MS   CLOCK_MONOTONIC in microseconds, MS milliseconds ago: a budget's start
+#                         as the plugin passes it (--budget-from), for the tests of budgets
 #   tap_cli_env           for the tests of the installed programs (run from the repository's
 #                         top): build, bin (toposcope), epilog (toposcope-epilog) from
 #                         TOPOSCOPE_BUILD, and tmp, a directory removed on exit
@@ -45,6 +47,11 @@ tap_end() {
     echo "# planned $tap_planned tests, ran $tap_ran"
   fi
   exit $((tap_failed > 0))
+}
+
+monotonic_us_ago() {
+  perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC -e \
+    'printf "%.0f", clock_gettime(CLOCK_MONOTONIC) * 1e6 - $ARGV[0] * 1e3' "$1"
 }
 
 tap_cli_env() {

@@ -363,7 +363,7 @@ PARAMS=$PARAMS_DEMO
 # The plugin passes the time it started the agents (--budget-from), so that starting them counts
 # against the budget as it does for the plugin's kill. Four agents whose 1500 ms budget began
 # 1000 ms ago: each is done within the 500 ms left + GRACE, with its status written.
-from=$(perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC -e 'printf "%.0f", clock_gettime(CLOCK_MONOTONIC) * 1e6 - 1e6')
+from=$(monotonic_us_ago 1000)
 tb_agents_launch 951 1500 node1,node2,node3,node4 --budget-from "$from"
 tb_agents_wait
 late=0

@@ -528,7 +528,6 @@ int ts_utree_refine(ts_utree *a, const ts_utree *b, int nnodes, int *added)
             size[w] = m;
             sides[w] = k;
             sides[V] -= k - 1;
-            cnt[w] = 0;
             ++*added;
         }
         for (int j = 0; j < nt; j++)

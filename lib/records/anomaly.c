@@ -710,12 +710,17 @@ int ts_baseline_builder_add(ts_baseline_builder *bb, const char *id, int access,
     return TS_OK;
 }
 
+int ts_baseline_builder_learn(ts_baseline_builder *bb, const ts_link_obs *o)
+{
+    if (o->uncertain)
+        return TS_OK;           /* its extent is not the link's: not what the link is like */
+    return ts_baseline_builder_add(bb, o->id, o->access, o->est_us, o->se_us);
+}
+
 int ts_baseline_builder_add_set(ts_baseline_builder *bb, const ts_link_obs_set *s)
 {
     for (int i = 0; i < s->n; i++) {
-        if (s->o[i].uncertain)
-            continue;
-        int rc = ts_baseline_builder_add(bb, s->o[i].id, s->o[i].access, s->o[i].est_us, s->o[i].se_us);
+        int rc = ts_baseline_builder_learn(bb, &s->o[i]);
         if (rc)
             return rc;
     }

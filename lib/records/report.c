@@ -227,8 +227,7 @@ int ts_report_add(ts_report *r, const ts_record *rec, ts_error *err)
         if (!e)
             return ts_fail(err, TS_ENOMEM, "out of memory");
         /* the baseline learns from what this job found normal */
-        if (e->flagged_by != me && !o->uncertain &&
-            ts_baseline_builder_add(r->bb, o->id, o->access, o->est_us, o->se_us))
+        if (e->flagged_by != me && ts_baseline_builder_learn(r->bb, o))
             return ts_fail(err, TS_ENOMEM, "out of memory");
     }
     for (int i = 0; i < rec->ngroups; i++) {

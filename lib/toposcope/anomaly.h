@@ -142,6 +142,9 @@ typedef struct ts_baseline_builder ts_baseline_builder;
 ts_baseline_builder *ts_baseline_builder_new(void);
 int ts_baseline_builder_add(ts_baseline_builder *bb, const char *id, int access, double est_us,
                             double se_us);
+/* One observation, unless it is uncertain (a link at a switch left unresolved); then every
+ * observation of the set. Both return TS_OK, TS_ELIMIT or TS_ENOMEM as ts_baseline_builder_add. */
+int ts_baseline_builder_learn(ts_baseline_builder *bb, const ts_link_obs *o);
 int ts_baseline_builder_add_set(ts_baseline_builder *bb, const ts_link_obs_set *s);
 /* b is initialised here; ids in sorted order. */
 int ts_baseline_builder_finish(ts_baseline_builder *bb, ts_baseline *b, ts_error *err);

@@ -89,7 +89,7 @@ static void test_other_nodes(void)
 
 int main(void)
 {
-    char buf[NODES][8];
+    char buf[NODES][16];       /* room for any int: -O1 checks the format against it */
     for (int i = 0; i < NODES; i++) {
         snprintf(buf[i], sizeof buf[i], "n%02d", i);
         names[i] = buf[i];
