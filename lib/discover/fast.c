@@ -69,7 +69,10 @@
                               * on to TS_SAMPLES_MAX while the time allows (may_double) */
 #define DOUBLING_SHARE 0.5   /* a doubling past SAMPLES_MAX must fit in this share of the time
                               * left: the rest is for the depths below and the link stage */
-#define BATCH 4              /* rounds planned per gather/scatter step */
+#define BATCH 4              /* rounds planned per gather/scatter step ... */
+#define TOUR_BATCH_MAX 16    /* ... or, while every region measured is a small one in its
+                              * tournament (a fixed schedule: nothing to plan between its
+                              * rounds), up to this many, to the end of their proofs */
 #define SILENT_PAIRS 2       /* a node none answered in this many pairs, and never any other,
                               * is left out: one pair's losses in a row (3 at 20 % loss on one
                               * link, both ways: 1 pair in 20) blame both its nodes alike */
@@ -444,7 +447,8 @@ typedef struct walk {
     int *scratch;           /* 3 n ints */
     ts_pair *pairs;         /* a batch: round b's pairs from pairs + b * stride */
     size_t stride;
-    int np[BATCH];
+    int nb;                 /* rounds in this batch (batch_rounds) */
+    int np[TOUR_BATCH_MAX];
     ts_pair_stats *st;
     region_index ix;        /* this depth's measurements by region and pair */
     scratch pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_seams,
@@ -566,7 +570,7 @@ static int plan_region(fast *F, walk *W, int r, int *active)
     }
     *active = 1;
     int *freel = W->scratch + F->n;
-    for (int b = 0; b < BATCH; b++) {
+    for (int b = 0; b < W->nb; b++) {
         if (R->has_cut) {
             int rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, freel);
             if (rc != TS_OK)
@@ -619,7 +623,7 @@ static int measure_batch(fast *F, walk *W)
     rule.estimator = F->est;
     double t0 = ts_probe_now(F->e);
     int rc = ts_probe_control(F->e, F->err), rounds = 0;
-    for (int b = 0; b < BATCH && rc == TS_OK; b++) {
+    for (int b = 0; b < W->nb && rc == TS_OK; b++) {
         if (W->np[b] == 0)
             continue;
         rc = ts_probe_round_rule(F->e, W->pairs + (size_t)b * W->stride, W->np[b], &rule, W->st,
@@ -1411,13 +1415,37 @@ static int region_residuals(fast *F, walk *W, int r, const indexed_meas **atp, l
     return TS_OK;
 }
 
+/* Below what residual one near pair joins two fragments alone, whatever its rank in the near
+ * class (join_fragments): where a far pair cannot fall, the far class y[f..n-1] (sorted, m
+ * pairs) being what it has shown. Its lowest pair sits d = median - lowest below its median.
+ * Were its lower tail exponential, of scale b, the lowest of m would sit about b ln(m/2) down,
+ * one pair would fall (1 + c) d down with probability about (m/2)^-(1+c) / 2, and any of the m
+ * with about (m/2)^-c: c = ln(1 / FALSE_SPLIT) / ln(m/2) keeps that below FALSE_SPLIT. The
+ * lower tail of a far pair's residual is the offsets' error and the rounds' differing load (the
+ * one-sided noise of a minimum hardly reaches below it): about normal, or bounded by the
+ * lightest round, both lighter than exponential. At the top of 1024 nodes the far class lies
+ * some 100 us above the near (the load of the region's far pairs on the uplinks) and every near
+ * pair is far below the bound; one level down, at a few us, the bound is below most of them
+ * (the rule above it decides). With c fixed at 1 instead, 2 runs in 100 put a node in the
+ * wrong leaf (1024 nodes, kernel UDP: a far pair of a light round). */
+static double alone_below(const pair_resid *y, long f, long n)
+{
+    long m = n - f;
+    if (m < 6)                          /* ln(m/2) > 1: a tail's scale wants a few pairs */
+        return -INFINITY;
+    double lowest = y[f].r, median = y[f + m / 2].r;
+    double c = log(1 / FALSE_SPLIT) / log(0.5 * (double)m);
+    return lowest - c * (median - lowest);
+}
+
 /* The near pairs y[0..k-1] join fragments. As one far pair never keeps two fragments apart
  * (add_separation), one near pair in the upper half of the near class, just below the gap,
- * never joins them alone: a far pair whose samples all fell low against its hosts' offsets
- * would otherwise put a node into the wrong child for good (the child's own tournament cannot
- * tell a node that hangs elsewhere from a slow host). Such fragments join when a second near
- * measurement links them (a pair measured twice counts twice), repeated as they grow. */
-static int join_fragments(fast *F, const pair_resid *y, long k)
+ * never joins them alone unless it lies below alone (alone_below): a far pair whose samples
+ * all fell low against its hosts' offsets, or in a round of light load, would otherwise put a
+ * node into the wrong child for good (the child's own tournament cannot tell a node that
+ * hangs elsewhere from a slow host). Such fragments join when a second near measurement links
+ * them (a pair measured twice counts twice), repeated as they grow. */
+static int join_fragments(fast *F, const pair_resid *y, long k, double alone)
 {
     pairset once;
     if (pairset_init(&once, (size_t)k + 1))
@@ -1432,7 +1460,7 @@ static int join_fragments(fast *F, const pair_resid *y, long k)
             int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
             if (fa == fb)
                 continue;
-            if (y[i].n < 2 && i > k / 2) {
+            if (y[i].n < 2 && i > k / 2 && !(y[i].r <= alone)) {
                 int first = pairset_add(&once, fa, fb);
                 if (first < 0) {
                     free(once.key);
@@ -1495,7 +1523,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
      * its children keep what each pass found, so it takes every step every pass.) */
     if (!last_pass && nmem > STAR_PROOF_MAX)
         return TS_OK;
-    if (R->has_cut && join_fragments(F, y, g.k) != TS_OK)
+    if (R->has_cut && join_fragments(F, y, g.k, alone_below(y, g.k + g.t, np)) != TS_OK)
         return TS_ENOMEM;
     /* fragments and the fragment pairs known apart; the fragments are final for this decision,
      * so every member now points straight at its fragment's root, which the far pairs below
@@ -1882,6 +1910,32 @@ static int decide_depth(fast *F, walk *W, long batch_first)
     return rc;
 }
 
+/* The rounds of the next batch: BATCH, so that decisions follow the measurements closely,
+ * unless every region still measured is a small one in its tournament without a cut and its
+ * proof (tournament_proof) ends within TOUR_BATCH_MAX rounds: a tournament is a fixed
+ * schedule, and a gather/scatter step between its rounds would plan nothing (a star's
+ * lack of fit is judged once its proof is complete). The batch then runs to the end of the
+ * longest proof, in whole BATCHes as every decision was measured on: at 1024 nodes the leaf
+ * switches' 12 rounds take one gather/scatter step, not three. (Their proof is 11 rounds; the
+ * twelfth's pairs, measured twice, count in a star's pure error, and without them 6 runs in
+ * 20 at 1024 nodes over IPoIB lost a star's power and ended partial, against 1.) */
+static int batch_rounds(const fast *F, const walk *W)
+{
+    int most = 0;
+    for (int r = 0; r < W->last - W->first; r++) {
+        const region *R = &F->R[W->first + r];
+        int nmem = W->rstart[r + 1] - W->rstart[r];
+        if (R->state != OPEN || nmem <= 2)
+            continue;           /* (plan_region settles a region of two as a star) */
+        int left = tournament_proof(nmem) - R->tour;
+        if (R->has_cut || nmem > STAR_PROOF_MAX || left > TOUR_BATCH_MAX)
+            return BATCH;
+        if (left > most)
+            most = left;
+    }
+    return most > BATCH ? (most + BATCH - 1) / BATCH * BATCH : BATCH;
+}
+
 /* Batches of rounds for all the regions of the current depth until each is decided. F->far
  * holds the separations the last decision found; planning adds its tests to them. */
 static int run_depth(fast *F, walk *W)
@@ -1900,6 +1954,7 @@ static int run_depth(fast *F, walk *W)
         group_by_region(F, W);
         int active = 0, nr = W->last - W->first;
         memset(W->np, 0, sizeof W->np);
+        W->nb = batch_rounds(F, W);
         for (int r = 0; r < nr && rc == TS_OK; r++)
             rc = plan_region(F, W, r, &active);
         if (rc != TS_OK || !active)
@@ -2017,7 +2072,7 @@ static int fast_run(fast *F)
     int *next_reg = malloc(sizeof(int) * (size_t)n);
     W.order = malloc(sizeof(int) * (size_t)n);
     W.scratch = malloc(sizeof(int) * (size_t)(3 * n + 8));
-    W.pairs = malloc(sizeof *W.pairs * W.stride * BATCH);
+    W.pairs = malloc(sizeof *W.pairs * W.stride * TOUR_BATCH_MAX);
     W.st = malloc(sizeof *W.st * W.stride);
     if (!next_reg || !W.order || !W.scratch || !W.pairs || !W.st) {
         rc = TS_ENOMEM;
@@ -2286,7 +2341,7 @@ static int confirm_rounds(fast *F, walk *W, const int *live, int nlive, int k, i
     for (int t = first; t < first + rounds && rc == TS_OK; t++) {
         W->np[0] = 0;
         tournament_round(W, 0, live, nlive, t);
-        if ((t - first) % BATCH == 0)
+        if (t == first)     /* a fixed schedule: one gather/scatter step plans it all */
             rc = ts_probe_control(F->e, F->err);
         if (rc == TS_OK)
             rc = ts_probe_round_rule(F->e, W->pairs, W->np[0], &rule, W->st, F->err);
