@@ -69,10 +69,7 @@
                               * on to TS_SAMPLES_MAX while the time allows (may_double) */
 #define DOUBLING_SHARE 0.5   /* a doubling past SAMPLES_MAX must fit in this share of the time
                               * left: the rest is for the depths below and the link stage */
-#define BATCH 4              /* rounds planned per gather/scatter step ... */
-#define TOUR_BATCH_MAX 16    /* ... or, while every region measured is a small one in its
-                              * tournament (a fixed schedule: nothing to plan between its
-                              * rounds), up to this many, to the end of their proofs */
+#define BATCH 4              /* rounds planned per gather/scatter step */
 #define SILENT_PAIRS 2       /* a node none answered in this many pairs, and never any other,
                               * is left out: one pair's losses in a row (3 at 20 % loss on one
                               * link, both ways: 1 pair in 20) blame both its nodes alike */
@@ -459,8 +456,7 @@ typedef struct walk {
     int *scratch;           /* 3 n ints */
     ts_pair *pairs;         /* a batch: round b's pairs from pairs + b * stride */
     size_t stride;
-    int nb;                 /* rounds in this batch (batch_rounds) */
-    int np[TOUR_BATCH_MAX];
+    int np[BATCH];
     ts_pair_stats *st;
     region_index ix;        /* this depth's measurements by region and pair */
     scratch pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_seams,
@@ -582,7 +578,7 @@ static int plan_region(fast *F, walk *W, int r, int *active)
     }
     *active = 1;
     int *freel = W->scratch + F->n;
-    for (int b = 0; b < W->nb; b++) {
+    for (int b = 0; b < BATCH; b++) {
         if (R->has_cut) {
             int rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, freel);
             if (rc != TS_OK)
@@ -635,7 +631,7 @@ static int measure_batch(fast *F, walk *W)
     rule.estimator = F->est;
     double t0 = ts_probe_now(F->e);
     int rc = ts_probe_control(F->e, F->err), rounds = 0;
-    for (int b = 0; b < W->nb && rc == TS_OK; b++) {
+    for (int b = 0; b < BATCH && rc == TS_OK; b++) {
         if (W->np[b] == 0)
             continue;
         rc = ts_probe_round_rule(F->e, W->pairs + (size_t)b * W->stride, W->np[b], &rule, W->st,
@@ -1939,32 +1935,6 @@ static int decide_depth(fast *F, walk *W, long batch_first)
     return rc;
 }
 
-/* The rounds of the next batch: BATCH, so that decisions follow the measurements closely,
- * unless every region still measured is a small one in its tournament without a cut and its
- * proof (tournament_proof) ends within TOUR_BATCH_MAX rounds: a tournament is a fixed
- * schedule, and a gather/scatter step between its rounds would plan nothing (a star's
- * lack of fit is judged once its proof is complete). The batch then runs to the end of the
- * longest proof, in whole BATCHes as every decision was measured on: at 1024 nodes the leaf
- * switches' 12 rounds take one gather/scatter step, not three. (Their proof is 11 rounds; the
- * twelfth's pairs, measured twice, count in a star's pure error, and without them 6 runs in
- * 20 at 1024 nodes over IPoIB lost a star's power and ended partial, against 1.) */
-static int batch_rounds(const fast *F, const walk *W)
-{
-    int most = 0;
-    for (int r = 0; r < W->last - W->first; r++) {
-        const region *R = &F->R[W->first + r];
-        int nmem = W->rstart[r + 1] - W->rstart[r];
-        if (R->state != OPEN || nmem <= 2)
-            continue;           /* (plan_region settles a region of two as a star) */
-        int left = tournament_proof(nmem) - R->tour;
-        if (R->has_cut || nmem > STAR_PROOF_MAX || left > TOUR_BATCH_MAX)
-            return BATCH;
-        if (left > most)
-            most = left;
-    }
-    return most > BATCH ? (most + BATCH - 1) / BATCH * BATCH : BATCH;
-}
-
 /* Batches of rounds for all the regions of the current depth until each is decided. F->far
  * holds the separations the last decision found; planning adds its tests to them. */
 static int run_depth(fast *F, walk *W)
@@ -1983,7 +1953,6 @@ static int run_depth(fast *F, walk *W)
         group_by_region(F, W);
         int active = 0, nr = W->last - W->first;
         memset(W->np, 0, sizeof W->np);
-        W->nb = batch_rounds(F, W);
         for (int r = 0; r < nr && rc == TS_OK; r++)
             rc = plan_region(F, W, r, &active);
         if (rc != TS_OK || !active)
@@ -2101,7 +2070,7 @@ static int fast_run(fast *F)
     int *next_reg = malloc(sizeof(int) * (size_t)n);
     W.order = malloc(sizeof(int) * (size_t)n);
     W.scratch = malloc(sizeof(int) * (size_t)(3 * n + 8));
-    W.pairs = malloc(sizeof *W.pairs * W.stride * TOUR_BATCH_MAX);
+    W.pairs = malloc(sizeof *W.pairs * W.stride * BATCH);
     W.st = malloc(sizeof *W.st * W.stride);
     if (!next_reg || !W.order || !W.scratch || !W.pairs || !W.st) {
         rc = TS_ENOMEM;
