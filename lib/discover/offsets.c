@@ -189,18 +189,27 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
     for (int c = 0; c < ncls; c++)
         level[c] = NAN;
     fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
-    /* the shrinkage weighs as one equation of the noisiest class */
-    double shrink = 0;
-    for (int c = 0; c < ncls; c++)
-        if (scale[c] > 0 && (shrink == 0 || 1 / (scale[c] * scale[c]) < shrink))
-            shrink = 1 / (scale[c] * scale[c]);
-    if (shrink == 0)
-        shrink = 1;
     for (int s = 0; s < sweeps; s++) {
+        /* The shrinkage: every offset pulled towards 0 as by a prior of the hosts' own spread
+         * (the offsets' mean square, plus the noisiest class's scale squared, so that a fit
+         * starting from 0 is not held there), worked out afresh every sweep. Fixed at the
+         * first sweep's scales, one equation of the noisiest class, it fed on itself: a fit
+         * started from a good one found a small scale and so a strong shrinkage, the offsets
+         * pulled in widened the residuals, the equations weighed less against it, and the
+         * next fit ended with every offset near 0 (1024 nodes, 4 rounds of pairs: a mean error
+         * of 1.7 us against 0.4, fit after fit alternating between the two). */
+        double noisiest = 0;
         for (int c = 0; c < ncls; c++) {
             double sc = scale[c] > 0 ? scale[c] : 1;
             precision[c] = 1 / (sc * sc);
+            if (scale[c] > noisiest)
+                noisiest = scale[c];
         }
+        double spread = 0;
+        for (int i = 0; i < n; i++)
+            spread += off[i] * off[i];
+        spread /= n > 0 ? n : 1;
+        double shrink = noisiest > 0 ? 1 / (spread + noisiest * noisiest) : 1;
         for (int i = 0; i < n; i++) {
             if (work->keep_unfitted && start[i] == start[i + 1])
                 continue;

@@ -19,8 +19,8 @@ typedef struct ts_offset_obs {
  * NULL when only the offsets are wanted)
  * by robust least squares: Gauss-Seidel sweeps over nodes and classes, each equation counted
  * by its class's precision and weighted down (Huber) when its residual is far out for its
- * class, and every offset shrunk towards 0 by one equation of the noisiest class so that a
- * node with few pairs keeps a small offset.
+ * class, and every offset shrunk towards 0 as by a prior of the offsets' own spread (plus the
+ * noisiest class's scale), so that a node with few pairs keeps a small offset.
  * Without a prior (NULL) the offsets are centred (mean 0). With one, prior[i] counts as
  * prior_w[i] more of equations saying off[i] = prior[i]: a fit of earlier measurements carried
  * on without refitting them. weight[i] (unless NULL) gets the weight behind off[i], the prior's

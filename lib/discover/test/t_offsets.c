@@ -1,6 +1,7 @@
 /* Hosts' round-trip offsets (lib/discover/offsets.c): recovered from random pairs of two
  * classes, with one-sided noise and a share of pairs of another class mixed in (near pairs of a
- * region not yet cut); a prior carries an earlier fit; and no offset moves without data. */
+ * region not yet cut); a prior carries an earlier fit; no offset moves without data; and a fit
+ * carried on from the last settles where one from 0 does. */
 #include <math.h>
 #include <stdlib.h>
 #include "tap.h"
@@ -34,6 +35,62 @@ static double worst_error(const double *host, const double *off)
     for (int i = 0; i < N; i++)
         worst = fmax(worst, fabs((off[i] - mo) - (host[i] - mh)));
     return worst;
+}
+
+/* mean |error| of off against host over n nodes, both centred */
+static double mean_error(const double *host, const double *off, int n)
+{
+    double mh = 0, mo = 0, sum = 0;
+    for (int i = 0; i < n; i++)
+        mh += host[i] / n, mo += off[i] / n;
+    for (int i = 0; i < n; i++)
+        sum += fabs((off[i] - mo) - (host[i] - mh));
+    return sum / n;
+}
+
+/* A fit carried on from the last one (fast.c fits every batch, warm-started) must settle where
+ * a fit from 0 does. 1024 nodes in 4 rounds of random disjoint pairs (4 equations a node, as
+ * a depth's first batch of a big region), minima of three draws of kernel UDP's skewed
+ * jitter: with the shrinkage fixed at the first sweep's scales, a fit started from a good one
+ * pulled every offset towards 0 (mean error 1.7 us against 0.4, alternating fit by fit). */
+static void warm_start(ts_rng *r)
+{
+    enum { NODES = 1024, ROUNDS = 4 };
+    double *host = malloc(sizeof(double) * NODES), *off = calloc(NODES, sizeof(double));
+    int *perm = malloc(sizeof(int) * NODES);
+    ts_offset_obs *o = malloc(sizeof *o * (NODES / 2) * ROUNDS);
+    long m = 0;
+    for (int i = 0; i < NODES; i++)
+        host[i] = ts_rng_range(r, -4.5, 4.5);
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < NODES; i++)
+            perm[i] = i;
+        for (int i = NODES - 1; i > 0; i--) {
+            int j = (int)ts_rng_below(r, (uint64_t)i + 1), t = perm[i];
+            perm[i] = perm[j], perm[j] = t;
+        }
+        for (int i = 0; i < NODES; i += 2) {
+            double least = INFINITY;
+            for (int s = 0; s < 3; s++)
+                least = fmin(least, 1.5 * exp(0.92 * ts_rng_normal(r)));
+            int a = perm[i], b = perm[i + 1];
+            o[m++] = (ts_offset_obs){a, b, 0, 60 + host[a] + host[b] + least};
+        }
+    }
+    double first = 0, worst = 0;
+    for (int fit = 0; fit < 4; fit++) {
+        ts_fit_host_offsets(NODES, o, m, 1, off, NULL, 3, NULL, NULL, NULL);
+        double e = mean_error(host, off, NODES);
+        if (fit == 0)
+            first = e;
+        worst = fmax(worst, e);
+    }
+    ok(first < 0.6, "sparse pairs: mean offset error %.3f us from 0", first);
+    ok(worst < 1.25 * first, "fits carried on from the last stay as good (worst %.3f us)", worst);
+    free(host);
+    free(off);
+    free(perm);
+    free(o);
 }
 
 int main(void)
@@ -105,5 +162,6 @@ int main(void)
     ts_fit_host_offsets(N, o, M, 2, off, level, 6, prior, prior_w, NULL);
     ok(fabs(off[0] - 3.5) < 1e-9, "a node without pairs keeps its prior (%.3f)", off[0]);
     free(o);
+    warm_start(&r);
     return done_testing();
 }
