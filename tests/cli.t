@@ -60,6 +60,21 @@ ok $? "--plan-seed 0 is the default plan, and metrics.yaml records the plan seed
     [ "$(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { print $2 }' | sort -u | wc -l)" -gt 1 ]
 ok $? "fast, plan seeds 0, 4, 9: exact each time, with different plans (probes $(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { printf "%s ", $2 }'))"
 
+# A node whose few pairs with its own leaf all read high (1024 nodes, kernel UDP, a flow penalty
+# of 0.02 us, runs 20 and 30): with the offset fit right, two far opinions set it (or two nodes)
+# apart from its leaf and reported that tree measured. Neither run may report a wrong tree
+# measured, and both are exact.
+"$bin" gen --fat-tree 16 --seed 7 > "$tmp/ft16.conf"
+printf 'flow_penalty_us: 0.02\n' > "$tmp/light.yaml"
+light_ok=0
+for seed in 20 30; do
+    "$bin" sim --fabric "$tmp/ft16.conf" --params "$tmp/light.yaml" --seed $seed --fabric-seed $seed --no-links \
+        --out "$tmp/light-$seed" > "$tmp/log" 2>&1 || cat "$tmp/log"
+    [ "$(field tree_exact "$tmp/light-$seed/metrics.yaml")" = true ] &&
+        [ "$(field status "$tmp/light-$seed/metrics.yaml")" = measured ] && light_ok=$((light_ok+1))
+done
+[ $light_ok = 2 ]; ok $? "1024 nodes, kernel UDP at 0.02 us per flow, runs 20 and 30: exact and measured ($light_ok of 2)"
+
 # A site's least level step (toposcope.yaml level_step_ns): 16 nodes on one switch under kernel
 # UDP, seeds 2-4, are partial with the built-in 400 ns (no level that small could be excluded)
 # and measured, still exact, once the site says its levels add at least 1600 ns; metrics.yaml

@@ -137,6 +137,8 @@ typedef struct region {
     int tour;               /* tournament rounds run (a region without a gap) */
     int has_cut;
     double far_lo, far_hi;  /* residual band of the far class, as the last decision found it */
+    int opinions;           /* ... and the far pairs that keep two fragments apart (2 or 3:
+                             * far_opinions_needed) */
     double margin;          /* pairs one class would have put into its widest gap (gap_margin) */
     double threshold;       /* ... and the margin that is significant */
     double lof_z;           /* a small region without a gap: its lack of fit as a star */
@@ -164,7 +166,7 @@ typedef struct pairset {
 } pairset;
 
 #define PAIR_MARK ((uint64_t)1 << 63)
-#define PAIR_APART PAIR_MARK    /* in F->far: two far pairs, the fragments are apart */
+#define PAIR_APART PAIR_MARK    /* in F->far: enough far pairs, the fragments are apart */
 
 typedef struct fast {
     ts_probe_engine *e;
@@ -201,6 +203,7 @@ typedef struct fast {
     int *grp;               /* fragment root -> its group's (group_children), union-find */
     pairset far;            /* fragment pairs (by root) with a far pair, measured or planned,
                              * this step; marked PAIR_APART once known apart (add_separation) */
+    pairset seconded;       /* ... of them, those with a second far pair */
     int *apart;             /* fragment root -> how many fragments F->far has it apart from */
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
@@ -342,17 +345,13 @@ static int pairset_clear(pairset *s)
 /* What the far pairs between two fragments have shown so far (add_separation). */
 enum { UNSEEN, ONCE, APART };
 
-/* One more far pair between fragments fa and fb: they are apart from the second on. All
- * samples of a near pair can fall in the jitter's upper tail (with the minimum of three
- * samples of kernel UDP's lognormal jitter, ~0.3 % of pairs sit a level step high), so one
- * pair alone never keeps two fragments apart; two independent ones err ~1e-5 as often, which
- * over the ~10^4 pairs of fragments a job of 1024 nodes sets apart is not rare where the load
- * adds little to a far pair (decide_region therefore opens a pair of fragments only on a far
- * pair in the upper half of the far class). A far pair that opens nothing (opens 0) counts
- * only as a second: it leaves fragments without a first UNSEEN. Returns what the pair of
- * fragments had shown before this one (from ONCE on they are apart now; APART: nothing
- * changed), or -1 when out of memory. */
-static int separate(fast *F, int fa, int fb, int opens)
+/* One more far pair between fragments fa and fb: they are apart from the opinions-th on (2
+ * or 3: far_opinions_needed). All samples of a near pair can fall in the jitter's upper tail,
+ * so one pair alone never keeps two fragments apart. A far pair that opens nothing (opens 0)
+ * counts only as a later one: it leaves fragments without a first UNSEEN. Returns what the
+ * pair of fragments had shown before this one (ONCE: they are apart now; APART: nothing
+ * changed; UNSEEN otherwise), or -1 when out of memory. */
+static int separate(fast *F, int fa, int fb, int opens, int opinions)
 {
     uint64_t *slot = pairset_slot(&F->far, fa, fb);
     if (!slot)
@@ -364,6 +363,12 @@ static int separate(fast *F, int fa, int fb, int opens)
     }
     if (*slot & PAIR_APART)
         return APART;
+    int second = opinions > 2 ? pairset_add(&F->seconded, fa, fb) : 0;
+    if (second < 0)
+        return -1;
+    if (second)
+        return UNSEEN;
+    slot = pairset_slot(&F->far, fa, fb);
     *slot |= PAIR_APART;
     F->apart[fa]++, F->apart[fb]++;
     return ONCE;
@@ -371,16 +376,16 @@ static int separate(fast *F, int fa, int fb, int opens)
 
 /* A planned test between fragments fa and fb, counted as a far pair for the batch's later
  * rounds (plan_tests), as any far pair that opens one. */
-static int add_separation(fast *F, int fa, int fb)
+static int add_separation(fast *F, int fa, int fb, int opinions)
 {
-    return separate(F, fa, fb, 1);
+    return separate(F, fa, fb, 1, opinions);
 }
 
 /* No fragment pairs known apart, nor with one far pair. Returns TS_OK or TS_ENOMEM. */
 static int clear_separations(fast *F)
 {
     memset(F->apart, 0, sizeof(int) * (size_t)F->n);
-    return pairset_clear(&F->far) ? TS_ENOMEM : TS_OK;
+    return pairset_clear(&F->far) || pairset_clear(&F->seconded) ? TS_ENOMEM : TS_OK;
 }
 
 /* ---- regions of one depth ---- */
@@ -402,6 +407,7 @@ static int new_region(fast *F, int vert, double scale_us)
     r->level = NAN;
     r->fit = (star_fit){NAN, NAN, NAN, 0};
     r->scale_us = scale_us;
+    r->opinions = 3;
     return F->nreg++;
 }
 
@@ -520,7 +526,8 @@ static void pad_random(fast *F, walk *W, int b, int *freel, int nfree)
 
 /* One round of tests of a region with a cut: members of fragments not known apart meet, the
  * planned tests counting as apart for the batch's later rounds; the rest pad. */
-static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfrag, int *freel)
+static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfrag, int opinions,
+                      int *freel)
 {
     memcpy(freel, mem, sizeof(int) * (size_t)nmem);
     ts_rng_shuffle_int(&F->rng, freel, nmem);
@@ -543,7 +550,7 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
             int fy = ts_uf_find(F->uf, freel[j]);
             if (fy == fx)
                 continue;
-            int seen = add_separation(F, fx, fy);
+            int seen = add_separation(F, fx, fy, opinions);
             if (seen < 0) {
                 free(taken);
                 return TS_ENOMEM;
@@ -580,7 +587,7 @@ static int plan_region(fast *F, walk *W, int r, int *active)
     int *freel = W->scratch + F->n;
     for (int b = 0; b < BATCH; b++) {
         if (R->has_cut) {
-            int rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, freel);
+            int rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, R->opinions, freel);
             if (rc != TS_OK)
                 return rc;
         } else if (nmem <= STAR_PROOF_MAX) {
@@ -1452,25 +1459,58 @@ static double alone_below(const pair_resid *y, long f, long n)
  * all fell low against its hosts' offsets, or in a round of light load, would otherwise put a
  * node into the wrong child for good (the child's own tournament cannot tell a node that
  * hangs elsewhere from a slow host). Such fragments join when a second near measurement links
- * them (a pair measured twice counts twice), repeated as they grow. */
-static int join_fragments(fast *F, const pair_resid *y, long k, double alone)
+ * them (a pair measured twice counts twice), repeated as they grow.
+ *
+ * A pair measured twice whose mean lies above the near class may still have one measurement
+ * in it: that measurement is a near opinion of its own, as each measurement is a far one
+ * (decide_region). Counted by the mean instead, the second measurement's jitter (a level
+ * step high, ~1 % of minima of three over kernel UDP) took the first's near opinion away: a
+ * node with few pairs to its own leaf was left alone, apart from it, and reported measured
+ * under the pod switch (1024 nodes, kernel UDP, 0.02 us per flow: one of the 2 such runs in
+ * 20 once the offset fit was right; far_opinions_needed the other). */
+static int join_fragments(fast *F, const indexed_meas *x, const pair_resid *y, long n, long k,
+                          double alone)
 {
     pairset once;
     if (pairset_init(&once, (size_t)k + 1))
         return TS_ENOMEM;
+    /* the near measurements of pairs whose mean is not near, each its own opinion */
+    long nextra = 0, capextra = 0;
+    pair_resid *extra = NULL;
+    double near_top = k > 0 ? y[k - 1].r : -INFINITY;
+    for (long i = k; i < n; i++)
+        for (uint32_t e = 0; y[i].n > 1 && e < y[i].n; e++) {
+            double res = F->M[x[y[i].first + e].j].v - F->off[y[i].a] - F->off[y[i].b];
+            if (res > near_top)
+                continue;
+            if (nextra == capextra) {
+                capextra = capextra ? 2 * capextra : 16;
+                pair_resid *more = realloc(extra, sizeof *extra * (size_t)capextra);
+                if (!more) {
+                    free(extra);
+                    free(once.key);
+                    return TS_ENOMEM;
+                }
+                extra = more;
+            }
+            extra[nextra++] = (pair_resid){res, y[i].j, 0, 1, y[i].a, y[i].b};
+        }
     for (int joined = 1; joined;) {
         joined = 0;
         if (pairset_clear(&once)) {
+            free(extra);
             free(once.key);
             return TS_ENOMEM;
         }
-        for (long i = 0; i < k; i++) {
-            int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
+        for (long i = 0; i < k + nextra; i++) {
+            const pair_resid *p = i < k ? &y[i] : &extra[i - k];
+            int fa = ts_uf_find(F->uf, p->a), fb = ts_uf_find(F->uf, p->b);
             if (fa == fb)
                 continue;
-            if (y[i].n < 2 && i > k / 2 && !(y[i].r <= alone)) {
+            if ((p->n < 2 && (i > k / 2 || i >= k)) && !(p->r <= alone)) {
                 int first = pairset_add(&once, fa, fb);
                 if (first < 0) {
+                    free(extra);
                     free(once.key);
                     return TS_ENOMEM;
                 }
@@ -1481,8 +1521,37 @@ static int join_fragments(fast *F, const pair_resid *y, long k, double alone)
             joined = 1;
         }
     }
+    free(extra);
     free(once.key);
     return TS_OK;
+}
+
+/* How many far pairs keep two fragments apart: three where a near pair's measurement can
+ * reach the far class's upper half, where one far opinion opens a pair of fragments, two
+ * where it cannot. What the jitter does to a near pair it does to a far one, so the far class
+ * shows it: were a near pair carried up by a level step (the far class's median over the near
+ * class's) and more, to the far class's median, some far pair would lie a level step above
+ * that median, within the band (beyond it, far_hi, a pair is an outlier, no opinion). Where
+ * the load adds little to a far pair (1024 nodes, kernel UDP, 0.02 us per flow), a level one
+ * down is a few us and some far pairs lie there: a node's few pairs with its own leaf both
+ * read high in 1 run in 50, and two far opinions set it apart and reported it measured under
+ * its pod switch (none in 50 with three). At the top of a big job the far class lies some
+ * 100 us above the near, none reaches a step above its median, and two suffice: three there
+ * cost 8192 nodes 29 % more probing time. y[0..n-1] sorted, near below k, far from f. */
+static int far_opinions_needed(const pair_resid *y, long n, long k, long f, double far_hi)
+{
+    if (k < 1 || f >= n)
+        return 3;
+    double far_mid = y[f + (n - f) / 2].r, reach = 2 * far_mid - y[k / 2].r;
+    long lo = f, hi = n;                  /* the first far pair at or above reach */
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        if (y[mid].r < reach)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && y[lo].r <= far_hi ? 3 : 2;
 }
 
 static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
@@ -1531,7 +1600,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
      * its children keep what each pass found, so it takes every step every pass.) */
     if (!last_pass && nmem > STAR_PROOF_MAX)
         return TS_OK;
-    if (R->has_cut && join_fragments(F, y, g.k, alone_below(y, g.k + g.t, np)) != TS_OK)
+    if (R->has_cut && join_fragments(F, x, y, np, g.k, alone_below(y, g.k + g.t, np)) != TS_OK)
         return TS_ENOMEM;
     /* fragments and the fragment pairs known apart; the fragments are final for this decision,
      * so every member now points straight at its fragment's root, which the far pairs below
@@ -1542,9 +1611,10 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
         R->nfrag += F->uf[mem[i]] == mem[i];
     }
     R->nsep = 0;
-    int rc = TS_OK;
     long f = g.k + g.t;
     double far_mid = np > f ? y[f + (np - f) / 2].r : INFINITY;
+    R->opinions = far_opinions_needed(y, np, g.k, f, g.far_hi);
+    int rc = TS_OK;
     /* Far opinions, each measurement on its own: one in the upper half of the far class (at or
      * above its median) opens a pair of fragments, one in the lower half, just above the gap,
      * only seconds it (the mirror of join_fragments' rule for near pairs). A pair measured
@@ -1574,7 +1644,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
                                                F->off[y[i].b];
                 if (res < g.far_lo || (res >= far_mid) != (pass == 0))
                     continue;
-                int seen = separate(F, fa, fb, pass == 0);
+                int seen = separate(F, fa, fb, pass == 0, R->opinions);
                 if (seen < 0)
                     rc = TS_ENOMEM;
                 else
@@ -2524,7 +2594,8 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.count = calloc((size_t)n, sizeof(int));
     F.unresolved_of = malloc(sizeof(int) * (size_t)n);
     rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior &&
-                 F.prior_w && F.dead && F.silent && F.count && F.unresolved_of && pairset_init(&F.far, 1024) == 0
+                 F.prior_w && F.dead && F.silent && F.count && F.unresolved_of &&
+                 pairset_init(&F.far, 1024) == 0 && pairset_init(&F.seconded, 1024) == 0
              ? TS_OK : TS_ENOMEM;
     /* every node its own fragment until its region's cut joins some (a region the deadline
      * left unmeasured is emitted so too) */
@@ -2558,6 +2629,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.silent);
     free(F.count);
     free(F.far.key);
+    free(F.seconded.key);
     free(F.R);
     free(F.M);
     free(F.obs);
