@@ -76,9 +76,10 @@ rm -f "$tmp/rec"/job-*.yaml
 flags=(--baseline "$tmp/baseline.yaml" --policy $policy)
 slow=(-- --inject "degrade:$leaf:+8us" --inject "degrade:$node:+6us")
 for s in 1 2 3; do job 30$s 1$s "$tmp/cabling.conf" "$all" "${flags[@]}" "${slow[@]}"; done
-# (seed 16: with 14 the slowed leaf left the top of this tree unresolved, the whole tree a guess,
-# so none of that job's links was compared: toposcope-epilog(8))
-job 304 16 "$tmp/cabling-part.conf" "$part" "${flags[@]}" "${slow[@]}"
+# (seed 21: the slowed leaf leaves the top of this tree unresolved in most runs, the whole tree
+# a guess, so none of that job's links is compared: toposcope-epilog(8); seeds 11-30 measured
+# it in 2 runs, 15 and 21)
+job 304 21 "$tmp/cabling-part.conf" "$part" "${flags[@]}" "${slow[@]}"
 # a job whose epilog had the topology: leaf_a's uplink slowed; its set, n_a's mates and y, is no
 # switch's subtree
 job 305 15 "$tmp/cabling.conf" "$all" "${flags[@]}" --topology "$tmp/admin.conf" -- --inject "degrade:$leaf_a:+8us"
