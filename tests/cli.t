@@ -60,33 +60,29 @@ ok $? "--plan-seed 0 is the default plan, and metrics.yaml records the plan seed
     [ "$(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { print $2 }' | sort -u | wc -l)" -gt 1 ]
 ok $? "fast, plan seeds 0, 4, 9: exact each time, with different plans (probes $(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { printf "%s ", $2 }'))"
 
-# A node whose few pairs with its own leaf all read high (1024 nodes, kernel UDP, a flow penalty
-# of 0.02 us, runs 20 and 30): with the offset fit right, two far opinions set it (or two nodes)
-# apart from its leaf and reported that tree measured. Neither run may report a wrong tree
-# measured, and both are exact.
+# exact_runs NAME PENALTY SEED...: 1024 nodes over kernel UDP at a flow penalty of PENALTY us,
+# runs SEED... (--seed and --fabric-seed alike); prints how many were exact and measured
 "$bin" gen --fat-tree 16 --seed 7 > "$tmp/ft16.conf"
-printf 'flow_penalty_us: 0.02\n' > "$tmp/light.yaml"
-light_ok=0
-for seed in 20 30; do
-    "$bin" sim --fabric "$tmp/ft16.conf" --params "$tmp/light.yaml" --seed $seed --fabric-seed $seed --no-links \
-        --out "$tmp/light-$seed" > "$tmp/log" 2>&1 || cat "$tmp/log"
-    [ "$(field tree_exact "$tmp/light-$seed/metrics.yaml")" = true ] &&
-        [ "$(field status "$tmp/light-$seed/metrics.yaml")" = measured ] && light_ok=$((light_ok+1))
-done
-[ $light_ok = 2 ]; ok $? "1024 nodes, kernel UDP at 0.02 us per flow, runs 20 and 30: exact and measured ($light_ok of 2)"
-
-# Without a flow penalty the top level of 1024 nodes over kernel UDP hides in the noise of the
-# minimum of three samples: no gap after 12 rounds. The region's spread being the samples' own
-# noise, it is measured again with more samples (it was left unresolved, every run partial).
-printf 'flow_penalty_us: 0\n' > "$tmp/unloaded.yaml"
-unloaded_ok=0
-for seed in 1 2; do
-    "$bin" sim --fabric "$tmp/ft16.conf" --params "$tmp/unloaded.yaml" --seed $seed --fabric-seed $seed --no-links \
-        --out "$tmp/unloaded-$seed" > "$tmp/log" 2>&1 || cat "$tmp/log"
-    [ "$(field tree_exact "$tmp/unloaded-$seed/metrics.yaml")" = true ] &&
-        [ "$(field status "$tmp/unloaded-$seed/metrics.yaml")" = measured ] && unloaded_ok=$((unloaded_ok+1))
-done
-[ $unloaded_ok = 2 ]; ok $? "1024 nodes, kernel UDP without a flow penalty, runs 1 and 2: exact and measured ($unloaded_ok of 2)"
+exact_runs() {
+    local name=$1 n=0; printf 'flow_penalty_us: %s\n' "$2" > "$tmp/$name.yaml"; shift 2
+    for seed in "$@"; do
+        "$bin" sim --fabric "$tmp/ft16.conf" --params "$tmp/$name.yaml" --seed $seed --fabric-seed $seed \
+            --no-links --out "$tmp/$name-$seed" > "$tmp/log" 2>&1 || cat "$tmp/log" >&2
+        [ "$(field tree_exact "$tmp/$name-$seed/metrics.yaml")" = true ] &&
+            [ "$(field status "$tmp/$name-$seed/metrics.yaml")" = measured ] && n=$((n+1))
+    done
+    echo $n
+}
+# A node whose few pairs with its own leaf all read high (runs 20 and 30 at 0.02 us): with the
+# offset fit right, two far opinions set it (or two nodes) apart from its leaf and reported that
+# tree measured.
+n=$(exact_runs light 0.02 20 30)
+[ "$n" = 2 ]; ok $? "1024 nodes, kernel UDP at 0.02 us per flow, runs 20 and 30: exact and measured ($n of 2)"
+# Without a flow penalty the top level hides in the noise of the minimum of three samples: no
+# gap after 12 rounds. The region's spread being the samples' own noise, it is measured again
+# with more samples (it was left unresolved, every run partial).
+n=$(exact_runs unloaded 0 1 2)
+[ "$n" = 2 ]; ok $? "1024 nodes, kernel UDP without a flow penalty, runs 1 and 2: exact and measured ($n of 2)"
 
 # A site's least level step (toposcope.yaml level_step_ns): 16 nodes on one switch under kernel
 # UDP, seeds 2-4, are partial with the built-in 400 ns (no level that small could be excluded)
