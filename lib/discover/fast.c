@@ -1469,58 +1469,25 @@ static double alone_below(const pair_resid *y, long f, long n)
  * all fell low against its hosts' offsets, or in a round of light load, would otherwise put a
  * node into the wrong child for good (the child's own tournament cannot tell a node that
  * hangs elsewhere from a slow host). Such fragments join when a second near measurement links
- * them (a pair measured twice counts twice), repeated as they grow.
- *
- * A pair measured twice whose mean lies above the near class may still have one measurement
- * in it: that measurement is a near opinion of its own, as each measurement is a far one
- * (decide_region). Counted by the mean instead, the second measurement's jitter (a level
- * step high, ~1 % of minima of three over kernel UDP) took the first's near opinion away: a
- * node with few pairs to its own leaf was left alone, apart from it, and reported measured
- * under the pod switch (1024 nodes, kernel UDP, 0.02 us per flow: one of the 2 such runs in
- * 20 once the offset fit was right; far_opinions_needed the other). */
-static int join_fragments(fast *F, const indexed_meas *x, const pair_resid *y, long n, long k,
-                          double alone)
+ * them (a pair measured twice counts twice), repeated as they grow. */
+static int join_fragments(fast *F, const pair_resid *y, long k, double alone)
 {
     pairset once;
     if (pairset_init(&once, (size_t)k + 1))
         return TS_ENOMEM;
-    /* the near measurements of pairs whose mean is not near, each its own opinion */
-    long nextra = 0, capextra = 0;
-    pair_resid *extra = NULL;
-    double near_top = k > 0 ? y[k - 1].r : -INFINITY;
-    for (long i = k; i < n; i++)
-        for (uint32_t e = 0; y[i].n > 1 && e < y[i].n; e++) {
-            double res = F->M[x[y[i].first + e].j].v - F->off[y[i].a] - F->off[y[i].b];
-            if (res > near_top)
-                continue;
-            if (nextra == capextra) {
-                capextra = capextra ? 2 * capextra : 16;
-                pair_resid *more = realloc(extra, sizeof *extra * (size_t)capextra);
-                if (!more) {
-                    free(extra);
-                    free(once.key);
-                    return TS_ENOMEM;
-                }
-                extra = more;
-            }
-            extra[nextra++] = (pair_resid){res, y[i].j, 0, 1, y[i].a, y[i].b};
-        }
     for (int joined = 1; joined;) {
         joined = 0;
         if (pairset_clear(&once)) {
-            free(extra);
             free(once.key);
             return TS_ENOMEM;
         }
-        for (long i = 0; i < k + nextra; i++) {
-            const pair_resid *p = i < k ? &y[i] : &extra[i - k];
-            int fa = ts_uf_find(F->uf, p->a), fb = ts_uf_find(F->uf, p->b);
+        for (long i = 0; i < k; i++) {
+            int fa = ts_uf_find(F->uf, y[i].a), fb = ts_uf_find(F->uf, y[i].b);
             if (fa == fb)
                 continue;
-            if ((p->n < 2 && (i > k / 2 || i >= k)) && !(p->r <= alone)) {
+            if (y[i].n < 2 && i > k / 2 && !(y[i].r <= alone)) {
                 int first = pairset_add(&once, fa, fb);
                 if (first < 0) {
-                    free(extra);
                     free(once.key);
                     return TS_ENOMEM;
                 }
@@ -1531,7 +1498,6 @@ static int join_fragments(fast *F, const indexed_meas *x, const pair_resid *y, l
             joined = 1;
         }
     }
-    free(extra);
     free(once.key);
     return TS_OK;
 }
@@ -1611,7 +1577,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
      * its children keep what each pass found, so it takes every step every pass.) */
     if (!last_pass && nmem > STAR_PROOF_MAX)
         return TS_OK;
-    if (R->has_cut && join_fragments(F, x, y, np, g.k, alone_below(y, g.k + g.t, np)) != TS_OK)
+    if (R->has_cut && join_fragments(F, y, g.k, alone_below(y, g.k + g.t, np)) != TS_OK)
         return TS_ENOMEM;
     /* fragments and the fragment pairs known apart; the fragments are final for this decision,
      * so every member now points straight at its fragment's root, which the far pairs below
