@@ -77,7 +77,8 @@
 #define CUT_OUTLIERS 0.002   /* share of far pairs that may join connected nodes: near pairs
                               * whose samples all fell in the jitter's upper tail ... */
 #define STRAGGLERS 2         /* ... or that sit inside the gap, neither near nor far */
-#define SCAN_LIMIT 64        /* partner fragments a test is looked for among, at most */
+#define SCAN_LIMIT 64        /* partner fragments a test is looked for among, at most ... */
+#define FRAG_SEARCH 256      /* ... at random, then through every fragment once this few */
 #define CUT_CANDIDATES 8     /* widest consistent gaps whose margins are computed */
 #define OFFSET_SWEEPS 3      /* Gauss-Seidel sweeps of the offset fit per decision ... */
 #define CARRIED_SWEEPS 2     /* ... and when it carries on from the last batch's (decide_depth) */
@@ -208,7 +209,8 @@ typedef struct fast {
     int depth;              /* depths done */
     long depth_first_meas;  /* the current depth's measurements are F->M[this, nm) */
     int *uf;                /* fragments: union-find over nodes */
-    int *local;             /* node -> its position in its region (level_lack_of_fit) */
+    int *local;             /* node -> its position in its region (level_lack_of_fit), or its
+                             * pairs in a class less those above the band (decide_region) */
     int *grp;               /* fragment root -> its group's (group_children), union-find */
     pairset far;            /* fragment pairs (by root) with a far pair, measured or planned,
                              * this step; marked PAIR_APART once known apart (add_separation) */
@@ -474,7 +476,7 @@ typedef struct walk {
     int first, last;        /* regions [first, last) are the current depth */
     int *rstart;            /* region first + r's live nodes: order[rstart[r], rstart[r + 1]) */
     int *order;
-    int *scratch;           /* 3 n ints */
+    int *scratch;           /* 3 n ints: group_by_region, plan_tests (freel, fragment ids) */
     ts_pair *pairs;         /* a batch: round b's pairs from pairs + b * stride */
     size_t stride;
     int np[BATCH];
@@ -539,21 +541,89 @@ static void pad_random(fast *F, walk *W, int b, int *freel, int nfree)
         add_pair(W, b, freel[i], freel[i + 1]);
 }
 
+/* A round's free members by fragment, for plan_tests' search through the fragments once they
+ * are few: fragment f (root[f]) holds positions pos[start[f] .. start[f + 1]) of freel, the
+ * first not yet taken at or after next[f]. */
+typedef struct frag_members {
+    int nfrag;
+    int *root, *start, *next, *pos;
+} frag_members;
+
+static void frag_members_free(frag_members *G)
+{
+    free(G->root);
+    free(G->start);
+    free(G->next);
+    free(G->pos);
+}
+
+/* G for the region's members in freel[0..nmem-1]; idx is scratch of F->n ints. TS_OK or
+ * TS_ENOMEM. */
+static int frag_members_build(const fast *F, const int *freel, int nmem, int nfrag, int *idx,
+                              frag_members *G)
+{
+    *G = (frag_members){0, malloc(sizeof(int) * (size_t)nfrag),
+                        calloc((size_t)nfrag + 1, sizeof(int)), malloc(sizeof(int) * (size_t)nfrag),
+                        malloc(sizeof(int) * (size_t)nmem)};
+    if (!G->root || !G->start || !G->next || !G->pos)
+        return TS_ENOMEM;
+    for (int i = 0; i < nmem; i++)
+        idx[ts_uf_find(F->uf, freel[i])] = -1;
+    for (int i = 0; i < nmem; i++) {
+        int r = ts_uf_find(F->uf, freel[i]);
+        if (idx[r] < 0) {
+            if (G->nfrag == nfrag)
+                return TS_EINPUT;   /* (cannot be: the fragments were counted) */
+            idx[r] = G->nfrag;
+            G->root[G->nfrag++] = r;
+        }
+        G->start[idx[r] + 1]++;
+    }
+    for (int f = 0; f < G->nfrag; f++)
+        G->next[f] = G->start[f + 1] += G->start[f];
+    for (int i = nmem - 1; i >= 0; i--)
+        G->pos[--G->next[idx[ts_uf_find(F->uf, freel[i])]]] = i;
+    return TS_OK;
+}
+
+/* A free member of a fragment fx has no far pair with, looking through every fragment from a
+ * random one: its position in freel, or -1. */
+static int untested_member(fast *F, frag_members *G, int fx, const int *taken)
+{
+    int first = (int)ts_rng_below(&F->rng, (uint64_t)G->nfrag);
+    for (int t = 0, f = first; t < G->nfrag; t++, f = f + 1 < G->nfrag ? f + 1 : 0) {
+        if (G->root[f] == fx || pairset_peek(&F->far, fx, G->root[f]))
+            continue;
+        while (G->next[f] < G->start[f + 1] && taken[G->pos[G->next[f]]])
+            G->next[f]++;
+        if (G->next[f] < G->start[f + 1])
+            return G->pos[G->next[f]];
+    }
+    return -1;
+}
+
 /* One round of tests of a region with a cut: members of fragments not known apart meet, the
  * planned tests counting as apart for the batch's later rounds; the rest pad. A member meets
  * a fragment its own has no far pair with first, one with a single far pair (whose test would
- * only second it) when the scan finds no such: only an untested pair can join two fragments,
- * and the far opinions that keep fragments apart matter once the fragments are few (1024
- * nodes over kernel UDP: 7 % less probing time, 128 nodes: 15 %). */
+ * only second it) when there is no such: only an untested pair can join two fragments, and
+ * the far opinions that keep fragments apart matter once the fragments are few (1024 nodes
+ * over kernel UDP: 7 % less probing time, 128 nodes: 15 %). The search looks at SCAN_LIMIT
+ * random members, and once the fragments are no more than FRAG_SEARCH, through every
+ * fragment: by then most pairs of fragments are apart, and a random search missed the few
+ * untested ones (at the top of 1024 nodes, from 156 fragments on, 2-128 tests a round where
+ * 512 could run, and four batches more). */
 static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfrag, int opinions,
                       int *freel)
 {
     memcpy(freel, mem, sizeof(int) * (size_t)nmem);
     ts_rng_shuffle_int(&F->rng, freel, nmem);
     int *taken = calloc((size_t)nmem, sizeof(int));
-    if (!taken)
-        return TS_ENOMEM;
-    for (int i = 0; i < nmem; i++) {
+    frag_members G = {0};
+    int rc = taken ? TS_OK : TS_ENOMEM;
+    int search = nmem > SCAN_LIMIT && nfrag <= FRAG_SEARCH;
+    if (rc == TS_OK && search)
+        rc = frag_members_build(F, freel, nmem, nfrag, W->scratch + 2 * F->n, &G);
+    for (int i = 0; i < nmem && rc == TS_OK; i++) {
         int x = freel[i];
         if (taken[i])
             continue;
@@ -562,10 +632,11 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
         int start = (int)ts_rng_below(&F->rng, (uint64_t)nmem);
         if (F->apart[fx] >= nfrag - 1)
             continue;           /* apart from every other fragment: no test would be new */
+        taken[i] = 1;           /* (x is not its own partner) */
         /* (the scan wraps around by a comparison: a division per candidate was most of it) */
         int pick = -1, second = -1;
         for (int t = 0, j = start; t < tries; t++, j = j + 1 < nmem ? j + 1 : 0) {
-            if (j == i || taken[j])
+            if (taken[j])
                 continue;
             int fy = ts_uf_find(F->uf, freel[j]);
             if (fy == fx)
@@ -578,24 +649,31 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
             if (second < 0 && !(seen & PAIR_APART))
                 second = j;
         }
+        if (pick < 0 && search)
+            pick = untested_member(F, &G, fx, taken);
         if (pick < 0)
             pick = second;
-        if (pick < 0)
+        if (pick < 0) {
+            taken[i] = 0;
             continue;
+        }
         if (add_separation(F, fx, ts_uf_find(F->uf, freel[pick]), opinions) < 0) {
-            free(taken);
-            return TS_ENOMEM;
+            rc = TS_ENOMEM;
+            break;
         }
         add_pair(W, b, x, freel[pick]);
-        taken[i] = taken[pick] = 1;
+        taken[pick] = 1;
     }
-    int npad = 0;
-    for (int i = 0; i < nmem; i++)
-        if (!taken[i])
-            freel[npad++] = freel[i];
+    frag_members_free(&G);
+    if (rc == TS_OK) {
+        int npad = 0;
+        for (int i = 0; i < nmem; i++)
+            if (!taken[i])
+                freel[npad++] = freel[i];
+        pad_random(F, W, b, freel, npad);
+    }
     free(taken);
-    pad_random(F, W, b, freel, npad);
-    return TS_OK;
+    return rc;
 }
 
 static int plan_region(fast *F, walk *W, int r, int *active)
@@ -1565,32 +1643,25 @@ static int join_fragments(fast *F, const pair_resid *y, long k, double alone)
     return TS_OK;
 }
 
-/* How many far pairs keep two fragments apart: three where a near pair's measurement can
- * reach the far class's upper half, where one far opinion opens a pair of fragments, two
- * where it cannot. What the jitter does to a near pair it does to a far one, so the far class
- * shows it: were a near pair carried up by a level step (the far class's median over the near
- * class's) and more, to the far class's median, some far pair would lie a level step above
- * that median, within the band (beyond it, far_hi, a pair is an outlier, no opinion). Where
- * the load adds little to a far pair (1024 nodes, kernel UDP, 0.02 us per flow), a level one
- * down is a few us and some far pairs lie there: a node's few pairs with its own leaf both
- * read high in 1 run in 50, and two far opinions set it apart and reported it measured under
- * its pod switch (none in 50 with three). At the top of a big job the far class lies some
- * 100 us above the near, none reaches a step above its median, and two suffice: three there
- * cost 8192 nodes 29 % more probing time. y[0..n-1] sorted, near below k, far from f. */
+/* How many far pairs keep two fragments apart: two where the level step (the far class's
+ * median over the near class's) is wider than the far class's whole band (its lowest pair to
+ * far_hi, beyond which a pair is an outlier, no opinion), three where it is not. What the
+ * jitter does to a far pair it does to a near one: where the band is the wider, a near pair
+ * reads in it as readily as a far pair reads a step above its median, inside it. At the top of
+ * a big job the far class lies some 100 us above the near (the load of its own far pairs) and
+ * two suffice: three there cost 8192 nodes 29 % more probing time. A level down, where the
+ * load adds little to a far pair (1024 nodes, kernel UDP, 0.02 us per flow), the step is a
+ * few us: a node's few pairs with its own leaf all read high and two far opinions set it apart
+ * under its pod switch, reported measured, 4 runs in 50 before the first had to lie in the
+ * upper half (separate). Looking instead for a far pair a step above the median (its tail, so
+ * a few pairs decide) left 1 run in 100 so, and 1 in 240 with the planner's choices varied;
+ * with the band, none in 510. y[0..n-1] sorted, near below k, far from f. */
 static int far_opinions_needed(const pair_resid *y, long n, long k, long f, double far_hi)
 {
     if (k < 1 || f >= n)
         return 3;
-    double far_mid = y[f + (n - f) / 2].r, reach = 2 * far_mid - y[k / 2].r;
-    long lo = f, hi = n;                  /* the first far pair at or above reach */
-    while (lo < hi) {
-        long mid = lo + (hi - lo) / 2;
-        if (y[mid].r < reach)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && y[lo].r <= far_hi ? 3 : 2;
+    double step = y[f + (n - f) / 2].r - y[k / 2].r;
+    return step > far_hi - y[f].r ? 2 : 3;
 }
 
 static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
@@ -1623,11 +1694,30 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     R->spread_us = np >= 4 ? (y[3 * np / 4].r - y[np / 4].r) / 1.349 : NAN;
     /* Only a significant gap classifies: near pairs join fragments and leave the offset fit
      * (their class is a child's), far ones inside the band stay in it as this region's class,
-     * stragglers and outliers leave it. Without one, every pair is this region's class. */
+     * stragglers and outliers leave it. Without one, every pair is this region's class. A node
+     * most of whose pairs lie above the band has an offset the fit got wrong, not outlier
+     * pairs: its pairs stay in the fit, which moves its offset back. (Out of it, only the
+     * node's pairs that fell low stayed in, and they held the offset where it was: at 1024
+     * nodes, 0.02 us per flow, a host 3 us slow fitted 4 us fast at a stage's first batch kept
+     * the top from settling for 4000 rounds, its pairs no opinion either way: with the
+     * planner's choices varied, 2 runs in 240 so, and 2 more a wrong tree reported measured.) */
+    if (g.significant) {
+        for (int i = 0; i < nmem; i++)
+            F->local[mem[i]] = 0;   /* (pairs in a class less pairs above the band) */
+        for (long i = 0; i < np; i++)
+            if (i < g.k || i >= g.k + g.t) {
+                int in = i < g.k || y[i].r <= g.far_hi ? 1 : -1;
+                F->local[y[i].a] += in;
+                F->local[y[i].b] += in;
+            }
+    }
     for (long i = 0; i < np; i++) {
         if (i + TS_PREFETCH_AHEAD < np)
             ts_prefetch(&F->obs[y[i + TS_PREFETCH_AHEAD].j], 1);
-        int cls = !g.significant ? ri : i < g.k + g.t || y[i].r > g.far_hi ? -1 : ri;
+        int cls = !g.significant        ? ri
+                  : i < g.k + g.t       ? -1
+                  : y[i].r <= g.far_hi ? ri
+                  : F->local[y[i].a] > 0 && F->local[y[i].b] > 0 ? -1 : ri;
         F->obs[y[i].j].cls = cls;   /* (the first; x has the others, when measured again) */
         for (long e = (long)y[i].first + 1; e < (long)y[i].first + (long)y[i].n; e++)
             F->obs[x[e].j].cls = cls;
@@ -2321,7 +2411,7 @@ static int same_partition(const int *a, const int *b, int n, const unsigned char
 static int hand_over_irregular(fast *F, int *replaced)
 {
     *replaced = 0;
-    int lv = ts_irr_level_structured(F->t);
+    int lv = ts_irr_level_structured(F->t, F->unresolved_of);
     if (lv < 0)
         return TS_ENOMEM;
     if (lv == 1 && F->nambiguous == 0 && !flat_tree(F))

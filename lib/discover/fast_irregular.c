@@ -30,7 +30,7 @@
 #define SAME_LEAF_REL 0.15  /* the cut above the same-leaf median: about half a level step */
 #define GROUP_BATCH 8       /* rounds planned per gather/scatter step while grouping */
 
-int ts_irr_level_structured(const ts_utree *t)
+int ts_irr_level_structured(const ts_utree *t, const int *unresolved_of)
 {
     int nv = t->nvert;
     if (nv == 0)
@@ -42,21 +42,24 @@ int ts_irr_level_structured(const ts_utree *t)
         if (t->parent[v] != TS_NONE)
             kids[t->parent[v]]++;
     /* depth counts branching switches only: a switch with one child disappears from the
-     * fabric (ts_utree_to_fabric contracts it) */
-    int depth = -1, same = 1;
+     * fabric (ts_utree_to_fabric contracts it); the nodes of unresolved regions are held
+     * against the others' depth after it is known */
+    int depth = -1, coarse_deepest = -1, same = 1;
     for (int v = 0; v < nv && same; v++) {
         if (t->node[v] == TS_NONE)
             continue;
         int d = 0;
         for (int u = t->parent[v]; u != TS_NONE; u = t->parent[u])
             d += kids[u] >= 2;
-        if (depth < 0)
+        if (unresolved_of && unresolved_of[t->node[v]] >= 0)
+            coarse_deepest = d > coarse_deepest ? d : coarse_deepest;
+        else if (depth < 0)
             depth = d;
         else if (d != depth)
             same = 0;
     }
     free(kids);
-    return same;
+    return same && (depth < 0 || coarse_deepest <= depth);
 }
 
 /* A pair's round trip: the minimum of its samples, as fast takes it, unless the rule asks for

@@ -10,8 +10,10 @@
 #include "toposcope/discover.h"
 
 /* 1 when every node of t hangs the same number of switches below the root (a level-structured
- * tree), 0 otherwise; -1 when out of memory. */
-int ts_irr_level_structured(const ts_utree *t);
+ * tree), 0 otherwise; -1 when out of memory. A node of a region left unresolved
+ * (unresolved_of[node] >= 0; NULL: none) hangs from one switch over the whole region, which
+ * may hide levels: it need only hang no deeper than the others. */
+int ts_irr_level_structured(const ts_utree *t, const int *unresolved_of);
 
 /* The RTT below which a pair shares its leaf switch, from measured RTTs d[0..m-1] (reordered):
  * same-leaf pairs are the lowest class and cannot be inflated by other pairs. The cut sits rel

@@ -26,10 +26,34 @@ static void test_level_structured(void)
     ts_utree_add(&t, a, 1, 1);
     ts_utree_add(&t, b, 1, 2);
     ts_utree_add(&t, b, 1, 3);
-    is_int(ts_irr_level_structured(&t), 1, "two leaf switches under a root: level-structured");
+    is_int(ts_irr_level_structured(&t, NULL), 1, "two leaf switches under a root: level-structured");
     /* a node straight under the root sits one level higher than the others */
     ts_utree_add(&t, r, 1, 4);
-    is_int(ts_irr_level_structured(&t), 0, "a node under the root beside leaf switches: not");
+    is_int(ts_irr_level_structured(&t, NULL), 0, "a node under the root beside leaf switches: not");
+    /* ... unless it is a region left unresolved (one switch over it, which may hide levels),
+     * and no deeper than the rest */
+    int coarse[] = {-1, -1, -1, -1, 0};
+    is_int(ts_irr_level_structured(&t, coarse), 1,
+           "... unless that node is an unresolved region's: level-structured");
+    int coarse_ab[] = {0, 0, -1, -1, -1};
+    is_int(ts_irr_level_structured(&t, coarse_ab), 0,
+           "resolved nodes at two depths: not, whatever else is unresolved");
+    ts_utree_free(&t);
+    /* an unresolved region's nodes deeper than the resolved ones: not */
+    ts_utree_init(&t);
+    r = ts_utree_add(&t, TS_NONE, 0, TS_NONE);
+    a = ts_utree_add(&t, r, 1, TS_NONE);
+    b = ts_utree_add(&t, r, 1, TS_NONE);
+    int c = ts_utree_add(&t, b, 1, TS_NONE), d = ts_utree_add(&t, b, 1, TS_NONE);
+    ts_utree_add(&t, a, 1, 0);
+    ts_utree_add(&t, a, 1, 1);
+    ts_utree_add(&t, c, 1, 2);
+    ts_utree_add(&t, c, 1, 3);
+    ts_utree_add(&t, d, 1, 4);
+    ts_utree_add(&t, d, 1, 5);
+    int deep[] = {-1, -1, 0, 0, 0, 0};
+    is_int(ts_irr_level_structured(&t, deep), 0,
+           "an unresolved region's nodes below the resolved ones' depth: not");
     ts_utree_free(&t);
     /* a switch with a single child vanishes from the fabric, so it adds no level */
     ts_utree_init(&t);
@@ -40,10 +64,10 @@ static void test_level_structured(void)
     ts_utree_add(&t, y, 1, 1);
     ts_utree_add(&t, b, 1, 2);
     ts_utree_add(&t, b, 1, 3);
-    is_int(ts_irr_level_structured(&t), 1, "a one-child switch on one branch: still level-structured");
+    is_int(ts_irr_level_structured(&t, NULL), 1, "a one-child switch on one branch: still level-structured");
     ts_utree_free(&t);
     ts_utree_init(&t);
-    is_int(ts_irr_level_structured(&t), 1, "the empty tree: level-structured");
+    is_int(ts_irr_level_structured(&t, NULL), 1, "the empty tree: level-structured");
     ts_utree_free(&t);
 }
 
