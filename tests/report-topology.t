@@ -75,7 +75,9 @@ for s in 1 2 3; do job 10$s $s "$tmp/cabling.conf" "$all"; job 20$s $s "$tmp/cab
 rm -f "$tmp/rec"/job-*.yaml
 flags=(--baseline "$tmp/baseline.yaml" --policy $policy)
 slow=(-- --inject "degrade:$leaf:+8us" --inject "degrade:$node:+6us")
-for s in 1 2 3; do job 30$s 1$s "$tmp/cabling.conf" "$all" "${flags[@]}" "${slow[@]}"; done
+# (seeds 12-14: on this cabling the slowed leaf leaves its pod unresolved in 5 runs of 40, seed
+# 11 among them, and such a job's links are not compared either)
+for s in 2 3 4; do job 30$((s - 1)) 1$s "$tmp/cabling.conf" "$all" "${flags[@]}" "${slow[@]}"; done
 # (seed 21: the slowed leaf leaves the top of this tree unresolved in most runs, the whole tree
 # a guess, so none of that job's links is compared: toposcope-epilog(8); seeds 11-30 measured
 # it in 2 runs, 15 and 21)
