@@ -60,56 +60,6 @@ ok $? "--plan-seed 0 is the default plan, and metrics.yaml records the plan seed
     [ "$(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { print $2 }' | sort -u | wc -l)" -gt 1 ]
 ok $? "fast, plan seeds 0, 4, 9: exact each time, with different plans (probes $(cat "$tmp"/plan-{0,4,9}/metrics.yaml | awk '$1 == "probes:" { printf "%s ", $2 }'))"
 
-# exact_runs NAME PROFILE PARAMS RUN...: 1024 nodes (or the fabric $fabric) over PROFILE with
-# the YAML PARAMS on top; a RUN is a seed (--seed and --fabric-seed alike) or SEED/PLAN, with
-# the planner's choices of --plan-seed PLAN; prints how many were exact and measured (a run
-# over 2 minutes is neither)
-"$bin" gen --fat-tree 16 --seed 7 > "$tmp/ft16.conf"
-exact_runs() {
-    local name=$1 profile=$2 n=0; printf '%s\n' "$3" > "$tmp/$name.yaml"; shift 3
-    for run in "$@"; do
-        local seed=${run%/*} plan=0 out="$tmp/$name-${run/\//-}"
-        [ "$run" = "$seed" ] || plan=${run#*/}
-        timeout 120 "$bin" sim --fabric "${fabric:-$tmp/ft16.conf}" --profile "$profile" --params "$tmp/$name.yaml" \
-            --seed $seed --fabric-seed $seed --plan-seed $plan --no-links --out "$out" > "$tmp/log" 2>&1 ||
-            cat "$tmp/log" >&2
-        [ "$(field tree_exact "$out/metrics.yaml")" = true ] &&
-            [ "$(field status "$out/metrics.yaml")" = measured ] && n=$((n+1))
-    done
-    echo $n
-}
-# A node whose few pairs with its own leaf all read high (0.02 us per flow): two far opinions
-# set it (or two nodes) apart from its leaf, reported measured (runs 20, 30, 59, 127 and run 29
-# of plan 1); three are needed wherever the level step is no wider than the far class's band.
-# A slow host whose offset a stage's first fit got wrong: with its pairs above the band out of
-# the fit, only those that fell low stayed in and held the offset (run 37 of plan 4: a wrong
-# tree, measured; run 29 of plan 1 ran for minutes, its pairs no opinion either way).
-n=$(exact_runs light ethernet-udp 'flow_penalty_us: 0.02' 20 30 59 127 29/1 37/4)
-[ "$n" = 6 ]; ok $? "1024 nodes, kernel UDP at 0.02 us per flow, runs 20, 30, 59, 127, 29/1, 37/4: exact and measured ($n of 6)"
-# Without a flow penalty the top level hides in the noise of the minimum of three samples: no
-# gap after 12 rounds. The region's spread being the samples' own noise, it is measured again
-# with more samples (it was left unresolved, every run partial).
-n=$(exact_runs unloaded ethernet-udp 'flow_penalty_us: 0' 1 2)
-[ "$n" = 2 ]; ok $? "1024 nodes, kernel UDP without a flow penalty, runs 1 and 2: exact and measured ($n of 2)"
-# Over IPoIB the leaves' stars are tested at 3, 6, ... 48 samples per pair. The star test's z
-# scores, on medians' scales, spread 1.5 times too wide: some leaf failed it at 48 (run 60),
-# was left unresolved and the additive method measured the whole job again (7.7 s, partial).
-n=$(exact_runs ipoib ipoib-udp '{}' 60)
-[ "$n" = 1 ]; ok $? "1024 nodes, IPoIB, run 60: exact and measured ($n of 1)"
-# A small job of two nodes on each leaf (tests/testbed-probe.t's node[1-8]): its tournament
-# measures each pair many times, so the means of the far class lie close together and half of
-# a far pair's measurements fall below the lowest mean. Taken for a near reading, such a
-# measurement made its pair no far opinion for good; fragment pairs left without enough
-# opinions kept the top open until it was left unresolved (8 runs in 40 partial here, 2 of 6
-# such steps on the testbed). A measurement is near only on the near side of the cut.
-printf 'SwitchName=spine Switches=leaf[1-4]\n' > "$tmp/leaves-of-two.conf"
-for l in 1 2 3 4; do printf 'SwitchName=leaf%d Nodes=node[%d,%d]\n' $l $l $((l + 4)); done >> "$tmp/leaves-of-two.conf"
-n=$(( $(fabric=$tmp/leaves-of-two.conf exact_runs two-rdma rdma '{}' $(seq 1 20)) +
-      $(fabric=$tmp/leaves-of-two.conf exact_runs two-udp ethernet-udp '{}' $(seq 1 20)) ))
-[ "$n" = 40 ]; ok $? "8 nodes, two on each of four leaves, RDMA and kernel UDP, runs 1-20: exact and measured ($n of 40)"
-awk '$1=="sim_time_s:" {exit !($2 <= 1)}' "$tmp/ipoib-60/metrics.yaml"
-ok $? "... within 1 s of probing time ($(field sim_time_s "$tmp/ipoib-60/metrics.yaml") s)"
-
 # A site's least level step (toposcope.yaml level_step_ns): 16 nodes on one switch under UDP over
 # IPoIB, seeds 2-4, are partial with the built-in 400 ns (at 48 samples per pair no level under
 # ~2.7 us could be excluded) and measured, still exact, once the site says its levels add at least

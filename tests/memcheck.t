@@ -4,9 +4,11 @@
 # passes every other test by the luck of the stack; --track-origins names where it came from)
 # and memory definitely lost.
 #   MEMCHECK=quick (default, in make check): the unit tests that take under 3 s each under
-#                  valgrind and tests/cli.t, about 40 s of CPU
+#                  valgrind and tests/cli.t, about 90 s of CPU (75 s on 2 cores)
 #   MEMCHECK=full  (make memcheck, CI): every unit test, and tests/cli.t, place.t, anomaly.t,
 #                  epilog.t with every toposcope and toposcope-epilog they start under valgrind
+# (not tests/fast-regressions.t: its 1024-node runs take about a minute each under valgrind,
+# and what they exercise, the unit tests of fast exercise here too)
 # A shell test runs against a build directory whose bin/toposcope and bin/toposcope-epilog are
 # wrappers that exec valgrind on the real programs, each process logging to a file of its own;
 # the test must pass as it does without valgrind, and every log must be empty.

@@ -83,7 +83,12 @@ static int two_level_fabric(ts_fabric *f, const int shape[2])
  * pair, so a near pair measured again and fitted as far (the region's class) pulled both its
  * nodes' offsets down by a level, and the children's pairs then grouped into a switch the
  * fabric does not have, reported measured (RDMA: 10 of 300 seeds before classify_batch put a
- * batch's new pairs into the last cut's classes). Never a wrong tree reported measured. */
+ * batch's new pairs into the last cut's classes). Never a wrong tree reported measured. And
+ * seldom partial: the tournament measures each pair many times, so the far class's means lie
+ * close together and half of a far pair's measurements fall below the lowest; taken for near
+ * readings, they made their pairs no far opinion, and the top was left unresolved (exact and
+ * measured in 272 and 235 of 300 seeds over RDMA and kernel UDP; 300 and 294 since a
+ * measurement is near only on the near side of the cut). */
 static void test_leaves_of_two(void)
 {
     static const int shape[] = {4, 2};
@@ -92,10 +97,11 @@ static void test_leaves_of_two(void)
     if (!two_level_fabric(&f, shape))
         return;
     for (size_t i = 0; i < sizeof profiles / sizeof profiles[0]; i++) {
-        int seeds = 300, exact = 0, wrong_measured = 0;
+        int seeds = 300, exact = 0, wrong_measured = 0, exact_measured = 0;
         for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
             run r = simulate(&f, profiles[i], 0, seed, 0);
             exact += r.rc == TS_OK && r.acc.tree_exact;
+            exact_measured += r.rc == TS_OK && r.acc.tree_exact && !r.partial && r.nambiguous == 0;
             if (r.rc == TS_OK && !r.acc.tree_exact && !r.partial && r.nambiguous == 0) {
                 wrong_measured++;
                 diag("%s seed %llu: missing %d extra %d, measured", profiles[i],
@@ -104,6 +110,8 @@ static void test_leaves_of_two(void)
         }
         ok(wrong_measured == 0, "4 leaves of 2 nodes, %s: %d of %d seeds a wrong tree reported "
            "measured (%d exact)", profiles[i], wrong_measured, seeds, exact);
+        ok(exact_measured >= seeds * 97 / 100, "4 leaves of 2 nodes, %s: exact and measured in %d "
+           "of %d seeds (>= 97 %%)", profiles[i], exact_measured, seeds);
     }
     ts_fabric_free(&f);
 }
