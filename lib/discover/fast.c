@@ -121,6 +121,7 @@ typedef struct star_fit {
     double se;              /* the z score's standard error (its log variance ratio's) */
     double wbar;            /* measurements behind a pair's mean, on the deviations' scale */
     int nmem;               /* the region's nodes it fitted */
+    int child;              /* the children a hidden level would make (hidden_child) */
 } star_fit;
 
 /* The last star resolution's bisection (star_resolution), in noise units: it depends on the
@@ -129,7 +130,7 @@ typedef struct star_fit {
  * when they change. Each bisection is ~50 steps of 60 erfc evaluations: for the 512 leaf
  * switches of 8192 nodes, ~4 % of the method's CPU. */
 typedef struct resolution_memo {
-    int nmem;               /* 0: none yet */
+    int nmem, child;        /* nmem 0: none yet */
     double se;
     double noise_units;     /* the step star_power_margin clears, in noise units */
 } resolution_memo;
@@ -422,7 +423,7 @@ static int new_region(fast *F, int vert, double scale_us)
     r->vert = vert;
     r->state = OPEN;
     r->level = NAN;
-    r->fit = (star_fit){NAN, NAN, NAN, 0};
+    r->fit = (star_fit){NAN, NAN, NAN, 0, STAR_CHILD};
     r->scale_us = scale_us;
     r->opinions = 3;
     return F->nreg++;
@@ -1257,7 +1258,7 @@ static double trimmed_normal_square(double p, double s)
 static double level_lack_of_fit(fast *F, const int *mem, int nmem, const indexed_meas *x,
                                 long m, star_fit *sf)
 {
-    *sf = (star_fit){NAN, NAN, NAN, nmem};
+    *sf = (star_fit){NAN, NAN, NAN, nmem, STAR_CHILD};
     double *o = calloc((size_t)nmem, sizeof(double)), *pm = malloc(sizeof(double) * (size_t)(m + 1));
     int *pa = malloc(sizeof(int) * (size_t)(3 * m + 3));
     double *num = calloc((size_t)nmem, sizeof(double)), *den = calloc((size_t)nmem, sizeof(double));
@@ -1314,7 +1315,8 @@ static double level_lack_of_fit(fast *F, const int *mem, int nmem, const indexed
     double fit_ms = trimmed_mean_square(dev, P) * (double)P / dof;
     double ratio = fit_ms / pure_ms;
     *sf = (star_fit){sqrt(pure_ms / trimmed_normal_square(0, 0)),
-                     sqrt(LOF_LOGVAR / dof + LOF_LOGVAR / (double)Prep), rootw * rootw, nmem};
+                     sqrt(LOF_LOGVAR / dof + LOF_LOGVAR / (double)Prep), rootw * rootw, nmem,
+                     STAR_CHILD};
     if (ratio > 0)
         z = log(ratio) / sf->se;
 out:
@@ -1328,11 +1330,11 @@ out:
 }
 
 /* How far the lack-of-fit test's log ratio clears what it needs for STAR_POWER, had the
- * region's nodes hung in children of STAR_CHILD below a level of s noise units (>= 0: seen). */
+ * region's nodes hung in children of sf->child below a level of s noise units (>= 0: seen). */
 static double star_power_margin(const star_fit *sf, double s)
 {
     int nmem = sf->nmem;
-    double c = STAR_CHILD, rest = nmem % STAR_CHILD;
+    double c = sf->child, rest = nmem % sf->child;
     double near = floor(nmem / c) * c * (c - 1) / 2 + rest * (rest - 1) / 2;
     double p = near / (0.5 * nmem * (nmem - 1));
     double need = (LOF_Z + ts_normal_quantile(STAR_POWER)) * sf->se;
@@ -1343,7 +1345,7 @@ static double star_power_margin(const star_fit *sf, double s)
  * star_resolution(sf) <= step_us, without working the resolution out. */
 static int star_sees(const star_fit *sf, double step_us)
 {
-    if (sf->nmem < 2 * STAR_CHILD)
+    if (sf->nmem < 2 * sf->child)
         return 1;    /* below the method's floor: the one tree it can report */
     if (!(sf->pure > 0) || !isfinite(sf->se) || !(sf->wbar > 0))
         return 0;
@@ -1359,11 +1361,11 @@ static int star_sees(const star_fit *sf, double step_us)
  * noise could not be measured, INFINITY. */
 static double star_resolution(const star_fit *sf, resolution_memo *memo)
 {
-    if (sf->nmem < 2 * STAR_CHILD)
+    if (sf->nmem < 2 * sf->child || sf->child < 2)
         return NAN;
     if (!(sf->pure > 0) || !isfinite(sf->se) || !(sf->wbar > 0))
         return INFINITY;
-    if (sf->nmem != memo->nmem || sf->se != memo->se) {
+    if (sf->nmem != memo->nmem || sf->child != memo->child || sf->se != memo->se) {
         double lo = 0, hi = 1;
         while (star_power_margin(sf, hi) < 0 && hi < 1e6)
             hi *= 2;
@@ -1374,7 +1376,7 @@ static double star_resolution(const star_fit *sf, resolution_memo *memo)
             else
                 hi = s;
         }
-        *memo = (resolution_memo){sf->nmem, sf->se, hi};
+        *memo = (resolution_memo){sf->nmem, sf->child, sf->se, hi};
     }
     return memo->noise_units * sf->pure / sqrt(sf->wbar);
 }
@@ -1795,7 +1797,7 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
      * between its fragments fit one level? (a star's pairs, or the far class whose children
      * might group into switches of their own) */
     R->lof_z = R->group_z = NAN;
-    R->fit = (star_fit){NAN, NAN, NAN, nmem};
+    R->fit = (star_fit){NAN, NAN, NAN, nmem, STAR_CHILD};
     if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX && R->tour >= tournament_proof(nmem))
         R->lof_z = level_lack_of_fit(F, mem, nmem, x, m, &R->fit);
     /* a split's step: its far class's median residual over its near class's (the scale a
@@ -1836,6 +1838,20 @@ static int may_double(const fast *F, const region *R)
     return isfinite(left) && 2 * stage <= DOUBLING_SHARE * left;
 }
 
+/* The children a level hidden in region R would make, for the power of its star test. Under a
+ * split a region of fewer than 2 STAR_CHILD nodes is below the method's floor (the gap test
+ * tells no child of 2 from chance: EDGE_MIN) and stands as the one tree the method can report:
+ * a level above it was found and the fabric's levels are built alike. A job's top region has
+ * nothing above it: a job of 4 or 5 nodes may sit on two leaves of 2, and its star stands only
+ * with the power to see that; one of 3 never (with every host's own delay unknown, any three
+ * round trips fit a star: the result is partial). Two nodes make only one tree. */
+static int hidden_child(const region *R)
+{
+    if (isfinite(R->scale_us) || R->nmem >= 2 * STAR_CHILD || R->nmem <= 2)
+        return STAR_CHILD;
+    return R->nmem / 2;
+}
+
 /* A small region whose tournaments show no level: a star only once the data could have shown
  * one that matters. Not finding a level is no proof of its absence; the star's resolution
  * (star_resolution) must be STAR_STEP_SHARE of the smallest step split above it in the same
@@ -1848,8 +1864,9 @@ static int may_double(const fast *F, const region *R)
 static void settle_star(fast *F, region *R, int *escalate)
 {
     double matters = isfinite(R->scale_us) ? STAR_STEP_SHARE * R->scale_us : F->least_step_us;
+    R->fit.child = hidden_child(R);
     int powered = star_sees(&R->fit, matters);
-    if (!powered && may_double(F, R)) {
+    if (!powered && R->fit.child >= 2 && may_double(F, R)) {
         *escalate = 1;
         return;
     }
@@ -1857,14 +1874,12 @@ static void settle_star(fast *F, region *R, int *escalate)
     double res = star_resolution(&R->fit, &F->resolution);
     R->state = STAR;
     R->unpowered = !powered;
-    if (!isnan(res)) {
+    F->nunpowered += !powered;
+    if (!isnan(res)) {      /* (NAN: no level could show, hidden_child) */
         if (!(res <= F->star_res_us))
             F->star_res_us = res;
-        if (!powered) {
-            F->nunpowered++;
-            if (!(res <= F->unpowered_us))
-                F->unpowered_us = res;
-        }
+        if (!powered && !(res <= F->unpowered_us))
+            F->unpowered_us = res;
     }
 }
 
@@ -2477,10 +2492,10 @@ static int hand_over_irregular(fast *F, int *replaced)
      * levels, a mistake) or came straight to leaf switches (flat_tree): the additive method's
      * tree stands as measured only if it has the same leaf groups, and where fast's tree was
      * flat, no more splits either. Fast found no level between those leaves (a small region's
-     * also tested for groups of them: group_children); the guess's additive fit puts one
-     * between leaves whose uplinks happen to be a few percent faster than the rest (8 leaves
-     * of 2-4 nodes over RDMA: 5 wrong trees in 240 runs, measured). Where the two disagree,
-     * neither is trusted and the result is partial. */
+     * also tested for groups of them: group_children); the guess's additive fit, one round
+     * per pair of leaves, now and then groups two or three of them under a switch that is not
+     * there (8 leaves of 2-4 nodes over RDMA: 5 wrong trees in 240 runs, measured). Where the
+     * two disagree, neither is trusted and the result is partial. */
     if (rc == TS_OK && *replaced && resolved) {
         int *after = malloc(sizeof(int) * (size_t)F->n);
         ts_split_set guess_splits = {NULL, 0};

@@ -187,10 +187,14 @@ const char *ts_measure_verdict(const ts_measure *m, char *why, size_t max)
     }
     if (m->rep.nunpowered > 0) {
         /* no level showed there, but the data could not have shown the one that matters: the
-         * switch stays one (coarser, not proven) */
-        snprintf(why, max, "the tree is uncertain: %d switch%s without children where no level "
-                 "was seen; a step below %.1f us cannot be excluded at 90 %%", m->rep.nunpowered,
-                 m->rep.nunpowered == 1 ? "" : "es", m->rep.unpowered_us);
+         * switch stays one (coarser, not proven); a job of 3 nodes cannot show any */
+        if (m->rep.unpowered_us > 0 && isfinite(m->rep.unpowered_us))
+            snprintf(why, max, "the tree is uncertain: %d switch%s without children where no level "
+                     "was seen; a step below %.1f us cannot be excluded at 90 %%", m->rep.nunpowered,
+                     m->rep.nunpowered == 1 ? "" : "es", m->rep.unpowered_us);
+        else
+            snprintf(why, max, "the tree is uncertain: %d nodes, too few to tell a switch level "
+                     "from the hosts' own delays; reported as one switch", m->tree.nnodes);
         return "partial";
     }
     char first[256];
