@@ -245,6 +245,40 @@ for method in fast allpairs; do
     echo "$row"
 done
 
+# Jobs as a scheduler hands them out: N nodes drawn at random from the 128-node fat tree
+# (awk's generator, seeded by the run; sim --nodes), so their leaves and pods hold few of the
+# job's nodes each, or one. The rows above measure whole fabrics, whose every level holds many.
+job_runs=${BENCH_JOB_RUNS:-30}
+jrows=()
+[ -f "$work/fabric-128.conf" ] || fabric_for 128 > "$work/fabric-128.conf"
+all128=$("$bin" sim --fabric "$work/fabric-128.conf" --no-links --out "$work/jobs-names" > /dev/null 2>&1 &&
+         awk '/kind: node/ { gsub(/[",]/, "", $3); print $3 }' "$work/jobs-names/truth.yaml" | tr '\n' ' ')
+for size in 4 8 16 32 64; do
+    for profile in $profiles; do
+        for seed in $(seq 1 "$job_runs"); do
+            nodes=$(echo "$all128" | awk -v n="$size" -v s="$seed" '{
+                srand(s); for (i = NF; i > 1; i--) { j = int(rand() * i) + 1; t = $i; $i = $j; $j = t }
+                out = $1; for (i = 2; i <= n; i++) out = out "," $i; print out }')
+            out="$work/job-$size-$profile-$seed"
+            "$bin" sim --fabric "$work/fabric-128.conf" --nodes "$nodes" --profile "$profile" --method fast \
+                --seed "$seed" --fabric-seed "$seed" --no-links --out "$out" > "$out.log" 2>&1 || {
+                cat "$out.log" >&2; exit 1; }
+        done
+        jm() { for s in $(seq 1 "$job_runs"); do field "$1" "$work/job-$size-$profile-$s/metrics.yaml"; done; }
+        exact=$(jm tree_exact | grep -c true || true)
+        measured=$(jm status | grep -c measured || true)
+        wrong=$(for s in $(seq 1 "$job_runs"); do
+                    f="$work/job-$size-$profile-$s/metrics.yaml"
+                    [ "$(field tree_exact "$f")" = false ] && [ "$(field status "$f")" = measured ] && echo w
+                done | grep -c w || true)
+        wrong_total=$((wrong_total + wrong))
+        row=$(printf '| %5s | %-12s | %5s/%-3s | %8s | %5s | %10s |' "$size" "$profile" "$exact" "$job_runs" \
+            "$measured" "$wrong" "$(jm sim_time_s | median)")
+        jrows+=("$row")
+        echo "$row"
+    done
+done
+
 # placement at scale (issue E): toposcope place, 65 536 ranks on 1024 nodes of 64 cores
 place_table=$(bench/place.sh "${BENCH_PLACE_RUNS:-7}") || echo "bench: a placement median is over its limit" >&2
 echo "$place_table"
@@ -323,6 +357,14 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
     echo "Inexact irregular runs, as the comparison explains them:"
     echo
     for r in "${fails[@]}"; do echo "$r"; done
+    echo
+    echo "Jobs as a scheduler hands them out: fast on N nodes drawn at random from the 128-node fat tree"
+    echo "(\`sim --nodes\`; run seed = fabric seed = draw = 1..$job_runs), so that most of their leaves and"
+    echo "pods hold one or two of the job's nodes. Their \`wrong\` counts in the total above."
+    echo
+    echo "| nodes | profile | exact | measured | wrong | sim_time_s |"
+    echo "|------:|---------|------:|---------:|------:|-----------:|"
+    for r in "${jrows[@]}"; do echo "$r"; done
     echo
     echo "Placement: \`toposcope place\` on the 1024-node fat tree, 64-core nodes, 65 536 ranks (bench/place.sh):"
     echo

@@ -89,6 +89,19 @@ ok $? "a 5 ms budget still produces a result"
 [ "$(field budget_exceeded "$tmp/budget/metrics.yaml")" = false ]; ok $? "budget not exceeded"
 awk '$1=="sim_time_s:" {exit !($2 <= 0.005)}' "$tmp/budget/metrics.yaml"; ok $? "virtual time within 5 ms"
 
+# A job's allocation (--nodes): only those nodes and the switches above them are simulated.
+job=$(awk -F'"' '/kind: node/ && ++n % 16 == 1 {print $2}' "$tmp/allpairs-1/truth.yaml" | head -6 | paste -sd, -)
+"$bin" sim --fabric "$tmp/ft8.conf" --nodes "$job" --profile rdma --no-links --out "$tmp/job" > "$tmp/log" 2>&1
+[ $? = 0 ] && [ "$(field nodes "$tmp/job/metrics.yaml")" = 6 ] &&
+    [ "$(grep -c 'kind: node' "$tmp/job/truth.yaml")" = 6 ]
+ok $? "--nodes $job: 6 nodes simulated, the truth their fabric alone"
+"$bin" sim --fabric "$tmp/ft8.conf" --nodes "${job%%,*},nosuch" --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? = 2 ] && grep -q "nodes: nosuch is no node of $tmp/ft8.conf" "$tmp/err"
+ok $? "--nodes naming no node of the fabric exits with status 2, naming it ($(cat "$tmp/err"))"
+"$bin" sim --fabric "$tmp/ft8.conf" --nodes "n[0001" --out "$tmp/x" > "$tmp/err" 2>&1
+[ $? = 2 ] && grep -q "nodes 'n\[0001': column" "$tmp/err"
+ok $? "--nodes with a broken hostlist exits with status 2 ($(cat "$tmp/err"))"
+
 # Faults reach the simulation: a dead node is reported unmeasured.
 victim=$(grep -o 'Nodes=n\[[0-9]*' "$tmp/ft8.conf" | head -1 | sed 's/Nodes=n\[/n/')
 "$bin" sim --fabric "$tmp/ft8.conf" --profile ideal-ethernet --method allpairs --inject "dead:$victim" --out "$tmp/dead" > "$tmp/log" 2>&1

@@ -27,6 +27,7 @@
 #include "toposcope/sim.h"
 #include "toposcope/linksolve.h"
 #include "toposcope/linkreport.h"
+#include "toposcope/hostlist.h"
 #include "toposcope/topoconf.h"
 #include "toposcope/textout.h"
 
@@ -42,6 +43,8 @@ static void sim_usage(FILE *out)
             "\n"
             "options:\n"
             "  --fabric FILE        the true fabric, Slurm topology.conf syntax (required)\n"
+            "  --nodes HOSTLIST     a job's allocation: only these nodes of the fabric (Slurm\n"
+            "                       hostlist, e.g. n[0003,0017-0020]) and the switches above them\n"
             "  --out DIR            output directory, created if needed (required)\n"
             "  --profile NAME       latency profile (doc/params.md), built on published round\n"
             "                       trips: ethernet-udp (the default: kernel UDP, 25 GbE),\n"
@@ -104,6 +107,45 @@ static void sim_usage(FILE *out)
             "exit status: 0 done, 1 failure, 2 bad input (the message names the file and line)\n");
 }
 
+static int in_allocation(const char *name, void *arg)
+{
+    const ts_hostlist *job = arg;
+    for (size_t i = 0; i < job->count; i++)
+        if (strcmp(job->hosts[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* *f restricted to the nodes of HOSTLIST nodes (a job's allocation: the rest of the fabric is
+ * not measured) and the switches above them. A node the fabric does not hold is bad input. */
+static int keep_allocation(ts_fabric *f, const char *fabric_path, const char *nodes, ts_error *err)
+{
+    ts_hostlist job = {0, NULL};
+    int rc = ts_hostlist_expand(nodes, strlen(nodes), &job, err);
+    if (rc != TS_OK) {
+        char why[sizeof err->text];
+        snprintf(why, sizeof why, "%s", err->text);
+        ts_fail(err, rc, "--nodes '%s': %s", nodes, why);
+    }
+    for (size_t i = 0; rc == TS_OK && i < job.count; i++) {
+        int v = ts_fabric_find(f, job.hosts[i]);
+        if (v == TS_NONE || f->v[v].kind != TS_NODE)
+            rc = ts_fail(err, TS_EINPUT, "--nodes: %s is no node of %s", job.hosts[i], fabric_path);
+    }
+    ts_fabric kept;
+    ts_fabric_pruned dropped = {0, NULL, 0};
+    ts_fabric_init(&kept);
+    if (rc == TS_OK && (rc = ts_fabric_keep_nodes(&kept, f, in_allocation, &job, &dropped, err)) == TS_OK) {
+        ts_fabric_free(f);
+        *f = kept;
+    } else {
+        ts_fabric_free(&kept);
+    }
+    free(dropped.names);
+    ts_hostlist_free(&job);
+    return rc;
+}
+
 static double peak_rss_mb(void)
 {
     struct rusage ru;
@@ -112,7 +154,7 @@ static double peak_rss_mb(void)
 }
 
 typedef struct sim_options {
-    const char *fabric, *out, *profile, *params, *method;
+    const char *fabric, *nodes, *out, *profile, *params, *method;
     uint64_t seed, fabric_seed, queries, plan_seed;
     double budget_ms;
     ts_fault faults[MAX_INJECT];
@@ -133,9 +175,10 @@ static int parse_options(int argc, char **argv, sim_options *o)
     enum { O_FABRIC = 256, O_OUT, O_PROFILE, O_PARAMS, O_METHOD, O_SEED, O_FSEED, O_BUDGET,
            O_INJECT, O_QUERIES, O_EPS, O_CONF, O_MIN, O_MAX, O_LINK_EXTRA, O_NO_LINKS,
            O_BASELINE, O_POLICY, O_ANOMALY_Z, O_PSEED, O_ESTIMATOR, O_SAMPLES, O_SAMPLES_MAX,
-           O_BOUND_EXACT, O_LEVEL_STEP };
+           O_BOUND_EXACT, O_LEVEL_STEP, O_NODES };
     static const struct option longopts[] = {
         {"fabric", required_argument, 0, O_FABRIC}, {"out", required_argument, 0, O_OUT},
+        {"nodes", required_argument, 0, O_NODES},
         {"profile", required_argument, 0, O_PROFILE}, {"params", required_argument, 0, O_PARAMS},
         {"method", required_argument, 0, O_METHOD}, {"seed", required_argument, 0, O_SEED},
         {"fabric-seed", required_argument, 0, O_FSEED}, {"budget-ms", required_argument, 0, O_BUDGET},
@@ -171,6 +214,7 @@ static int parse_options(int argc, char **argv, sim_options *o)
         ts_error err;
         switch (c) {
         case O_FABRIC: o->fabric = optarg; break;
+        case O_NODES: o->nodes = optarg; break;
         case O_OUT: o->out = optarg; break;
         case O_PROFILE: o->profile = optarg; break;
         case O_PARAMS: o->params = optarg; break;
@@ -679,7 +723,8 @@ int cmd_sim(int argc, char **argv)
         cli_error("sim", "unknown --method '%s' (fast, allpairs, shirai, pmm)", o.method);
         return CLI_USAGE;
     }
-    if (ts_fabric_load_topology_conf(&truth, o.fabric, &err) != TS_OK) {
+    if (ts_fabric_load_topology_conf(&truth, o.fabric, &err) != TS_OK ||
+        (o.nodes && keep_allocation(&truth, o.fabric, o.nodes, &err) != TS_OK)) {
         cli_error("sim", "%s", err.text);
         status = CLI_USAGE;
         goto out;
