@@ -193,8 +193,10 @@ const char *ts_measure_verdict(const ts_measure *m, char *why, size_t max)
                      "was seen; a step below %.1f us cannot be excluded at 90 %%", m->rep.nunpowered,
                      m->rep.nunpowered == 1 ? "" : "es", m->rep.unpowered_us);
         else
-            snprintf(why, max, "the tree is uncertain: %d nodes, too few to tell a switch level "
-                     "from the hosts' own delays; reported as one switch", m->tree.nnodes);
+            snprintf(why, max, "the tree is uncertain: %d switch%s without children where no level "
+                     "was seen, too few nodes below %s to tell a level from the hosts' own delays",
+                     m->rep.nunpowered, m->rep.nunpowered == 1 ? "" : "es",
+                     m->rep.nunpowered == 1 ? "it" : "them");
         return "partial";
     }
     char first[256];
