@@ -14,7 +14,7 @@
 # Plus the hints example's two-level broadcast against MPI_Bcast on the --topo-aware jobs' hints.
 # Prints one markdown table: medians over JOBS jobs per case (default 5), the ratio, and the
 # prolog time paid (status.yaml's leader_ms: rendezvous, measurement, placement).
-#   JOBS=5 bench/app.sh        (as root; about 3 minutes per job pair; every job's files stay in
+#   JOBS=5 bench/app.sh        (as root; about 4 minutes per job pair; every job's files stay in
 #                               $TB_STATE/bench-app until the next run)
 #   FABRICS=by-leaf bench/app.sh  (some of the cases: their tables in $TB_STATE/bench-app/tables.md,
 #                               the results files left as they are)
@@ -63,9 +63,18 @@ export TESTBED_MTU=9000
 # machine's two cores, and ranks bound to one of them leave the other to the fabric emulator
 # and the TCP stacks, which alone makes hpcc's rings twice as fast here. Binding both ways
 # leaves the order of the ranks as the only difference.
+# Socket buffers of 64 KiB, one to two bandwidth-delay products of the emulated paths (25 MB/s,
+# 1-2 ms round trips), in both runs: hpcc's ring sends both ways at once over the one TCP
+# connection a pair of ranks shares, and with the kernel's autotuned buffers (megabytes) the
+# rendezvous handshake of one direction waits behind megabytes of the other's data. The ring
+# then moved its messages one after another in an order that changed from job to job: the
+# natural ring's bandwidth on by-leaf.conf, one placement, scattered 10.4-13.6 MB/s over twenty
+# jobs, and as much at 50, 100 and 1000 Mbit/s, with cubic as with bbr, on one CPU or two
+# (a proxy of hpcc's ring, 2026-11-29). With 64 KiB buffers: 15.40-15.73 MB/s over six jobs.
 cat > "$D/job.sh" <<JOB
 #!/bin/bash
 export $TB_OMPI_ENV OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=core
+export OMPI_MCA_btl_tcp_sndbuf=65536 OMPI_MCA_btl_tcp_rcvbuf=65536
 run=\$1
 mkdir -p "\$run" && cd "\$run" && cp "$REPO/bench/app/hpccinf.txt" .
 [ -z "\${TOPOSCOPE_DIR:-}" ] || cp "\$TOPOSCOPE_DIR/status.yaml" "\$TOPOSCOPE_DIR/rankfile" . 2>/dev/null
