@@ -70,7 +70,9 @@ export TESTBED_MTU=9000
 # then moved its messages one after another in an order that changed from job to job: the
 # natural ring's bandwidth on by-leaf.conf, one placement, scattered 10.4-13.6 MB/s over twenty
 # jobs, and as much at 50, 100 and 1000 Mbit/s, with cubic as with bbr, on one CPU or two
-# (a proxy of hpcc's ring, 2026-11-29). With 64 KiB buffers: 15.40-15.73 MB/s over six jobs.
+# (a proxy of hpcc's ring, 2026-11-29). With 64 KiB buffers: 15.40-15.73 MB/s over six jobs
+# (a send buffer of 32 KiB gave 12.0-12.2: too small a window for these round trips). The
+# size follows PARAMS' rate and delays: at another rate, scale it with the rate.
 cat > "$D/job.sh" <<JOB
 #!/bin/bash
 export $TB_OMPI_ENV OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=core
