@@ -63,16 +63,10 @@ export TESTBED_MTU=9000
 # machine's two cores, and ranks bound to one of them leave the other to the fabric emulator
 # and the TCP stacks, which alone makes hpcc's rings twice as fast here. Binding both ways
 # leaves the order of the ranks as the only difference.
-# Socket buffers of 64 KiB, one to two bandwidth-delay products of the emulated paths (25 MB/s,
-# 1-2 ms round trips), in both runs: hpcc's ring sends both ways at once over the one TCP
-# connection a pair of ranks shares, and with the kernel's autotuned buffers (megabytes) the
-# rendezvous handshake of one direction waits behind megabytes of the other's data. The ring
-# then moved its messages one after another in an order that changed from job to job: the
-# natural ring's bandwidth on by-leaf.conf, one placement, scattered 10.4-13.6 MB/s over twenty
-# jobs, and as much at 50, 100 and 1000 Mbit/s, with cubic as with bbr, on one CPU or two
-# (a proxy of hpcc's ring, 2026-11-29). With 64 KiB buffers: 15.40-15.73 MB/s over six jobs
-# (a send buffer of 32 KiB gave 12.0-12.2: too small a window for these round trips). The
-# size follows PARAMS' rate and delays: at another rate, scale it with the rate.
+# Socket buffers of 64 KiB in both runs, one to two bandwidth-delay products of these paths:
+# with the kernel's megabyte buffers hpcc's ring scattered +-13 % from job to job for one
+# placement (doc/testbed.md, "hpcc's ring and socket buffers", says why and what was ruled out).
+# The size follows PARAMS' rate and delays: at another rate, scale it with the rate.
 cat > "$D/job.sh" <<JOB
 #!/bin/bash
 export $TB_OMPI_ENV OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=core
