@@ -7,6 +7,9 @@
 #   BENCH_BIG_SEEDS=N fast runs at 8192 nodes (default 100, as the exactness target is counted;
 #                     a run there costs seconds of CPU)
 #   BENCH_IRREGULAR=N irregular trees for fast (default 20; allpairs takes the first 10)
+#   BENCH_SHUFFLES=N  shuffles of the 128-node fat tree's node names for fast (default 10)
+#   BENCH_SHAPES="2,4,16 8,16 16,4,4 4,8,8 4,4,4,4"  regular trees of other shapes for fast
+#                     (gen --regular; 10 runs each, every profile)
 #   BENCH_PMM_SEEDS=N (default 3)
 #   BENCH_PLACE_RUNS=N runs of each placement policy (default 7)
 #   BENCH_ANOMALY_RUNS=N seeds of each anomaly case (default 100); ANOMALY_REAL_RUNS=N healthy
@@ -201,32 +204,55 @@ for size in $sizes; do
     echo "$row"
 done
 
+# fast's runs seed = fabric seed = 1..10 on each of the fabrics "$work/$1-1.conf".."$work/$1-$2.conf"
+# under $profile, as one row (the label $4; exact, measured, wrong, median and max sim_time_s)
+# added to the array named $3 and printed; its wrong runs count into wrong_total.
+fast_row() {
+    local tag=$1 nfab=$2 label=$4 fab seed out
+    local -n rows_out=$3
+    for fab in $(seq 1 "$nfab"); do
+        for seed in $(seq 1 10); do
+            out="$work/$tag-$profile-$fab-$seed"
+            "$bin" sim --fabric "$work/$tag-$fab.conf" --profile "$profile" --method fast \
+                --seed "$seed" --fabric-seed "$seed" --no-links --out "$out" > "$out.log" 2>&1 || {
+                cat "$out.log" >&2; exit 1; }
+        done
+    done
+    fm() { for fab in $(seq 1 "$nfab"); do for s in $(seq 1 10); do
+               field "$1" "$work/$tag-$profile-$fab-$s/metrics.yaml"; done; done; }
+    local exact measured wrong
+    exact=$(fm tree_exact | grep -c true || true)
+    measured=$(fm status | grep -c measured || true)
+    wrong=$(paste <(fm tree_exact) <(fm status) | grep -c "^false.measured" || true)
+    wrong_total=$((wrong_total + wrong))
+    row=$(printf '| %s | %5s/%-3s | %8s | %5s | %10s | %10s |' "$label" "$exact" "$((nfab * 10))" \
+        "$measured" "$wrong" "$(fm sim_time_s | median)" "$(fm sim_time_s | sort -g | tail -1)")
+    rows_out+=("$row")
+    echo "$row"
+}
+
 # The rows above take one shuffle of the node names (gen --seed 7). Which physical pairs share a
 # round, and so the load the rounds put on the uplinks, follows the shuffle (the plan depends on
 # the node count only): here the 128-node fat tree under 10 other shuffles, 10 runs each.
 shuffles=${BENCH_SHUFFLES:-10}
 srows=()
+# ... and trees of other shapes than the fat trees': two pods, leaves of 16, two levels only, four
+# levels, a quarter of the pairs under one pod (the share of a region's pairs below its top
+# level changes what its first looks see)
+shapes=${BENCH_SHAPES:-2,4,16 8,16 16,4,4 4,8,8 4,4,4,4}
+shrows=()
 if [[ " $methods " == *" fast "* ]]; then
+    for shuffle in $(seq 1 "$shuffles"); do
+        "$bin" gen --fat-tree 8 --seed "$shuffle" > "$work/shuffle-$shuffle.conf"
+    done
     for profile in $profiles; do
-        for shuffle in $(seq 1 "$shuffles"); do
-            "$bin" gen --fat-tree 8 --seed "$shuffle" > "$work/fabric-128-shuffle-$shuffle.conf"
-            for seed in $(seq 1 10); do
-                out="$work/shuffle-$profile-$shuffle-$seed"
-                "$bin" sim --fabric "$work/fabric-128-shuffle-$shuffle.conf" --profile "$profile" --method fast \
-                    --seed "$seed" --fabric-seed "$seed" --no-links --out "$out" > "$out.log" 2>&1 || {
-                    cat "$out.log" >&2; exit 1; }
-            done
+        fast_row shuffle "$shuffles" srows "$(printf '%-12s' "$profile")"
+    done
+    for shape in $shapes; do
+        "$bin" gen --regular "$shape" --seed 7 > "$work/shape-$shape-1.conf"
+        for profile in $profiles; do
+            fast_row "shape-$shape" 1 shrows "$(printf '%-9s | %5s | %-12s' "$shape" "$((${shape//,/*}))" "$profile")"
         done
-        sm() { for sh in $(seq 1 "$shuffles"); do for s in $(seq 1 10); do
-                   field "$1" "$work/shuffle-$profile-$sh-$s/metrics.yaml"; done; done; }
-        exact=$(sm tree_exact | grep -c true || true)
-        measured=$(sm status | grep -c measured || true)
-        wrong=$(paste <(sm tree_exact) <(sm status) | grep -c "^false.measured" || true)
-        wrong_total=$((wrong_total + wrong))
-        row=$(printf '| %-12s | %5s/%-3s | %8s | %5s | %10s | %10s |' "$profile" "$exact" "$((shuffles * 10))" \
-            "$measured" "$wrong" "$(sm sim_time_s | median)" "$(sm sim_time_s | sort -g | tail -1)")
-        srows+=("$row")
-        echo "$row"
     done
 fi
 
@@ -385,6 +411,16 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
         echo "| profile | exact | measured | wrong | sim_time_s (median) | sim_time_s (max) |"
         echo "|---------|------:|---------:|------:|-----------:|-----------:|"
         for r in "${srows[@]}"; do echo "$r"; done
+    fi
+    if [ ${#shrows[@]} -gt 0 ]; then
+        echo
+        echo "fast on regular trees of other shapes (\`gen --regular SHAPE --seed 7\`: switches per level, the last"
+        echo "entry nodes per leaf; run seed = fabric seed = 1..10): two pods, leaves of 16, two levels only, four"
+        echo "levels, a quarter of the top's pairs under one pod. Their \`wrong\` counts in the total above."
+        echo
+        echo "| shape | nodes | profile | exact | measured | wrong | sim_time_s (median) | sim_time_s (max) |"
+        echo "|-------|------:|---------|------:|---------:|------:|-----------:|-----------:|"
+        for r in "${shrows[@]}"; do echo "$r"; done
     fi
     echo
     echo "Irregular random trees (\`toposcope gen --irregular --seed 1..$nirregular\` for fast, 1..10 for allpairs, ethernet), medians:"
