@@ -70,10 +70,15 @@ spool_job 199 199
 "$epilog" --job 199 --nodes "$hostlist" --self n0002 --spool "$tmp/spool" --records "$tmp/rec" --baseline "$tmp/baseline.yaml"
 [ ! -e "$tmp/rec/job-199.yaml" ] && [ ! -e "$tmp/spool/199" ]; ok $? "another node writes no record and removes its spool"
 
-# ten jobs with the leaf uplink slowed by 30%, one also with a silent node
+# ten jobs with the leaf uplink slowed by 50%, one also with a silent node. (These check what the
+# epilog and the report do with a slow link, not how small an excess shows: the bench measures
+# that. At 30% the link's score sat at 5-8 against the policy's 5, and the baseline of five
+# healthy jobs moved every job's score together: with the jobs' seeds shifted, 10 of 10 jobs
+# named the link in 11 of 20 shifts, as few as 6 in two. At 50%, 20 of 20 shifts, before and
+# after the second look of 2026-11-30.)
 for j in $(seq 201 210); do
     extra=(); [ $j = 210 ] && extra=(--inject "dead:$victim")
-    spool_job $j $j --inject "degrade:$leaf:+30%" "${extra[@]}"
+    spool_job $j $j --inject "degrade:$leaf:+50%" "${extra[@]}"
     [ $j = 210 ] && sed -i "s/^unreachable: \[\]/unreachable: [\"$victim\"]/" "$tmp/spool/$j/status.yaml"
     run_epilog $j --baseline "$tmp/baseline.yaml" --policy "$policy" --topology "$tmp/ft8.conf" 2>> "$tmp/e1.log"
 done
