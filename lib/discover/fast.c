@@ -215,6 +215,12 @@ typedef struct fast {
     double *weight;         /* ... the weight of the equations behind each */
     double *prior, *prior_w; /* ... and both as the earlier depths left them */
     ts_offset_work offset_work; /* the fit's buffers, kept from fit to fit */
+    unsigned char *two_level; /* per region: its decision takes a second look, on ... */
+    int cap_two_level;
+    double *off_two;        /* ... these offsets, its class fitted on two levels (fit_offsets) */
+    ts_offset_work two_level_work;
+    long two_level_first;   /* the fit's equations, F->obs[first, nm), and sweeps; ... */
+    int two_level_sweeps, two_level_fitted; /* ... fitted once a pass, when first wanted */
     int depth;              /* depths done */
     long depth_first_meas;  /* the current depth's measurements are F->M[this, nm) */
     int *uf;                /* fragments: union-find over nodes */
@@ -779,13 +785,53 @@ static int measure_batch(fast *F, walk *W)
 /* The offsets on this depth's measurements (from index first on in F->M), the fit of the
  * earlier depths carried as a prior (F->prior, F->prior_w; none at the top): a depth refits
  * only what it measured, not every pair since the start. The fit starts from the last one's
- * offsets and runs the given number of Gauss-Seidel sweeps (decide_depth). */
-static int fit_offsets(fast *F, long first, int sweeps)
+ * offsets and runs the given number of Gauss-Seidel sweeps (decide_depth).
+ * A big region whose class holds pairs of its children among its own (no cut yet, or a pass
+ * that classifies a batch's new pairs) is fitted a second time, its class on two levels
+ * (offsets.c), into F->off_two: at the top of two pods of 64 nodes, or of four, the one-level
+ * fit takes each node's share of near pairs into its offset, and the region was never cut
+ * (over RDMA too). Its decision takes the better of the two looks (decide_region). Small
+ * regions keep the one-level fit alone: their tournaments measure every pair, and where a pod
+ * of 16 nodes has its level step in the hosts' spread, the two-level fit takes the hosts for
+ * levels. */
+static int fit_offsets(fast *F, long first, int sweeps, int classifying)
 {
+    F->two_level_first = first;
+    F->two_level_sweeps = sweeps;
+    F->two_level_fitted = 0;
+    if (F->nreg > F->cap_two_level) {
+        unsigned char *t = realloc(F->two_level, (size_t)F->capreg);
+        if (!t)
+            return TS_ENOMEM;
+        F->two_level = t;
+        F->cap_two_level = F->capreg;
+    }
+    for (int r = 0; r < F->nreg; r++) {
+        const region *R = &F->R[r];
+        F->two_level[r] = R->state == OPEN && R->nmem > STAR_PROOF_MAX &&
+                          (!R->has_cut || (classifying && !R->one_pass));
+    }
     if (ts_fit_host_offsets_work(F->n, F->obs + first, F->nm - first, F->nreg, F->off, NULL,
                                  sweeps, F->depth > 0 ? F->prior : NULL, F->prior_w,
                                  F->weight, &F->offset_work) != 0)
         return TS_ENOMEM;
+    return TS_OK;
+}
+
+/* The two-level fit of this pass (fit_offsets), the first time a region's second look wants
+ * it: where every first look stands (a big region's gap at once, most batches) it costs
+ * nothing. Returns TS_OK or TS_ENOMEM. */
+static int fit_two_level_offsets(fast *F)
+{
+    if (F->two_level_fitted)
+        return TS_OK;
+    F->two_level_work.two_level = F->two_level;
+    long first = F->two_level_first;
+    if (ts_fit_host_offsets_work(F->n, F->obs + first, F->nm - first, F->nreg, F->off_two, NULL,
+                                 F->two_level_sweeps, F->depth > 0 ? F->prior : NULL,
+                                 F->prior_w, NULL, &F->two_level_work) != 0)
+        return TS_ENOMEM;
+    F->two_level_fitted = 1;
     return TS_OK;
 }
 
@@ -1867,6 +1913,41 @@ static int far_opinions_needed(const pair_resid *y, long n, long k, long f, doub
     return step > far_hi - y[f].r ? 2 : 3;
 }
 
+/* Where the one-level look *g does not stand at half the false-split rate, the level gap of
+ * region r on the two-level fit's offsets (fit_two_level_offsets), at the other half
+ * (Bonferroni over the two looks): the look with the larger share of its threshold is kept,
+ * with its residuals (*x, *m, *y, *np) and, for the second, its offsets copied into F->off for
+ * the region's nodes. A region's pairs hold only its own nodes, so its residuals move with
+ * its own offsets alone. Returns TS_OK or TS_ENOMEM. */
+static int second_look(fast *F, walk *W, int r, level_gap *g, const indexed_meas **x, long *m,
+                       pair_resid **y, long *np)
+{
+    g->significant = g->significant && g->margin >= g->threshold + log(2.0);
+    if (g->significant)
+        return TS_OK;
+    const int *mem = W->order + W->rstart[r];
+    int nmem = W->rstart[r + 1] - W->rstart[r];
+    int rc = fit_two_level_offsets(F);
+    if (rc != TS_OK)
+        return rc;
+    double *one_level = F->off;
+    F->off = F->off_two;
+    rc = region_residuals(F, W, r, x, m, y, np);
+    level_gap two = rc == TS_OK ? find_level_gap(F, W, mem, nmem, *y, *np) : *g;
+    F->off = one_level;
+    if (rc != TS_OK)
+        return rc;
+    two.significant = two.significant && two.margin >= two.threshold + log(2.0);
+    if (two.margin / two.threshold > g->margin / g->threshold) {
+        for (int i = 0; i < nmem; i++)
+            F->off[mem[i]] = F->off_two[mem[i]];
+        *g = two;
+    } else if ((rc = region_residuals(F, W, r, x, m, y, np)) != TS_OK) {
+        return rc;
+    }
+    return TS_OK;
+}
+
 static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
 {
     region *R = &F->R[W->first + r];
@@ -1880,6 +1961,11 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     if (region_residuals(F, W, r, &x, &m, &y, &np) != TS_OK)
         return TS_ENOMEM;     /* (y is W's scratch) */
     level_gap g = find_level_gap(F, W, mem, nmem, y, np);
+    /* how near significance the one-level look came: whether more samples may help
+     * (settle_region) is judged on it alone, as before the second look */
+    double share = g.margin / g.threshold;
+    if (F->two_level[ri] && second_look(F, W, r, &g, &x, &m, &y, &np) != TS_OK)
+        return TS_ENOMEM;
     /* a region in its first tournament looks at its pairs once a batch: each look before
      * every pair has met spends a share of FALSE_SPLIT (Bonferroni over the looks) */
     int cycle = nmem + (nmem & 1) - 1;
@@ -1893,8 +1979,8 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     R->far_hi = g.far_hi;
     R->margin = g.margin;
     R->threshold = g.threshold;
-    if (g.margin / g.threshold > R->best_share)
-        R->best_share = g.margin / g.threshold;
+    if (share > R->best_share)
+        R->best_share = share;
     R->gap_us = g.gap_us;
     R->spread_us = np >= 4 ? (y[3 * np / 4].r - y[np / 4].r) / 1.349 : NAN;
     /* Only a significant gap classifies: near pairs join fragments and leave the offset fit
@@ -2358,7 +2444,8 @@ static int decide_depth(fast *F, walk *W, long batch_first)
          * (the 1024-node median 5 % more probing time, some runs half as much again). A batch
          * with a region still without a cut (a depth's first batches, a region starting over
          * with more samples) refits from further off: all OFFSET_SWEEPS. */
-        rc = fit_offsets(F, F->depth_first_meas, first_pass ? CARRIED_SWEEPS : OFFSET_SWEEPS);
+        rc = fit_offsets(F, F->depth_first_meas, first_pass ? CARRIED_SWEEPS : OFFSET_SWEEPS,
+                         pass < FIT_PASSES - 1);
         if (rc == TS_OK)
             rc = clear_separations(F);
         for (int r = 0; r < nr && rc == TS_OK; r++)
@@ -3029,6 +3116,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.ci_z = ts_normal_quantile(0.5 * (1 + e->rule.confidence));
     F.min_gap_us = INFINITY;
     F.offset_work.keep_unfitted = 1;
+    F.two_level_work.keep_unfitted = 1;
     ts_rng_seed_stream(&F.rng, ((uint64_t)n * 0x9e3779b97f4a7c15ULL) ^ (e->plan_seed * 0xbf58476d1ce4e5b9ULL),
                        0xfa57u);
     F.reg = malloc(sizeof(int) * (size_t)n);
@@ -3037,6 +3125,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.grp = malloc(sizeof(int) * (size_t)n);
     F.apart = calloc((size_t)n, sizeof(int));
     F.off = calloc((size_t)n, sizeof(double));
+    F.off_two = calloc((size_t)n, sizeof(double));
     F.weight = calloc((size_t)n, sizeof(double));
     F.prior = calloc((size_t)n, sizeof(double));
     F.prior_w = calloc((size_t)n, sizeof(double));
@@ -3044,7 +3133,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     F.silent = calloc((size_t)n, 1);
     F.count = calloc((size_t)n, sizeof(int));
     F.unresolved_of = malloc(sizeof(int) * (size_t)n);
-    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.weight && F.prior &&
+    rc = F.reg && F.uf && F.local && F.grp && F.apart && F.off && F.off_two && F.weight && F.prior &&
                  F.prior_w && F.dead && F.silent && F.count && F.unresolved_of &&
                  pairset_init(&F.far, 1024) == 0 && pairset_init(&F.seconded, 1024) == 0
              ? TS_OK : TS_ENOMEM;
@@ -3076,6 +3165,9 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.prior);
     free(F.prior_w);
     ts_offset_work_free(&F.offset_work);
+    ts_offset_work_free(&F.two_level_work);
+    free(F.two_level);
+    free(F.off_two);
     free(F.dead);
     free(F.silent);
     free(F.count);

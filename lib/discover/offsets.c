@@ -3,7 +3,18 @@
  * The weights: a class's noise scale is its mean absolute residual (robust enough once the
  * outliers are weighted down, and O(m), where a median would sort); an equation more than
  * HUBER_C scales off keeps the share of its weight that puts it at HUBER_C. Near pairs mixed
- * into a class (a region not yet cut) are such outliers: they pull the fit by little. */
+ * into a class (a region not yet cut) are such outliers: they pull the fit by little while
+ * they are few.
+ *
+ * Where they are many they are not outliers: at the top of two pods of 64 nodes over RDMA half
+ * the pairs lie 20 us below the others, each node's offset took up its own share of them (the
+ * dozen pairs it happened to meet), and offsets spread over +-14 us where the hosts differ by
+ * 0.1 hid levels the raw round trips show apart (1.5, 10 and 31 us). A caller may fit such a
+ * class as two levels (ts_offset_work.two_level): its residuals split by Lloyd's 2-means, each
+ * equation counted against the level it lies nearer to. That model can take the hosts for
+ * levels too (pairs of two slow hosts high, of two fast ones low: in a 16-node pod over kernel
+ * UDP two "levels" 7 us apart where the step is 1.6), so it is a second look beside the
+ * one-level fit, never the only one (fast.c, decide_region). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +22,8 @@
 #include "util/prefetch.h"
 
 #define HUBER_C 2.5         /* scales before an equation loses weight */
+#define LLOYD_STEPS 8       /* at most this many 2-means iterations of a two-level class per fit
+                             * of its levels (carried from the last, most end at the second) */
 
 static double huber_weight(double resid, double scale)
 {
@@ -66,6 +79,8 @@ void ts_offset_work_free(ts_offset_work *w)
     free(w->start);
     free(w->fill);
     free(w->eq);
+    free(w->lower);
+    free(w->upper);
     memset(w, 0, sizeof *w);
 }
 
@@ -150,6 +165,80 @@ static void fit_levels(const ts_offset_obs *obs, long m, int ncls, const double 
     }
 }
 
+/* Room for the two levels of ncls classes in w, carried from fit to fit (a class new to w has
+ * none yet: NAN). 0, or -1 when out of memory. */
+static int reserve_two_levels(ts_offset_work *w, int ncls)
+{
+    if (w->nlevels >= ncls)
+        return 0;
+    double *lo = realloc(w->lower, sizeof(double) * (size_t)ncls);
+    if (lo)
+        w->lower = lo;
+    double *up = lo ? realloc(w->upper, sizeof(double) * (size_t)ncls) : NULL;
+    if (!up)
+        return -1;
+    w->upper = up;
+    for (int c = w->nlevels; c < ncls; c++)
+        w->lower[c] = w->upper[c] = NAN;
+    w->nlevels = ncls;
+    return 0;
+}
+
+/* The two levels of each two-level class (Lloyd's 2-means on its residuals v - off[a] - off[b],
+ * from the last fit's levels or, the first time, from its lowest and highest residual), and
+ * its scale: the mean absolute residual from each equation's own level. A class all of whose
+ * residuals fall on one side has one level (lower == upper). */
+static void fit_two_levels(const ts_offset_obs *obs, long m, int ncls, const double *off,
+                           const unsigned char *two_level, double *lower, double *upper,
+                           double *scale)
+{
+    for (int c = 0; c < ncls; c++) {
+        if (!two_level[c])
+            continue;
+        double lo = lower[c], up = upper[c];
+        if (!(up > lo)) {
+            lo = INFINITY, up = -INFINITY;
+            for (long j = 0; j < m; j++)
+                if (obs[j].cls == c) {
+                    double x = obs[j].v - off[obs[j].a] - off[obs[j].b];
+                    lo = fmin(lo, x);
+                    up = fmax(up, x);
+                }
+            if (!(up >= lo))
+                continue;           /* (no equation) */
+        }
+        for (int it = 0, moved = 1; it < LLOYD_STEPS && moved && up > lo; it++) {
+            double split = 0.5 * (lo + up), s0 = 0, s1 = 0;
+            long n0 = 0, n1 = 0;
+            for (long j = 0; j < m; j++)
+                if (obs[j].cls == c) {
+                    double x = obs[j].v - off[obs[j].a] - off[obs[j].b];
+                    if (x < split)
+                        s0 += x, n0++;
+                    else
+                        s1 += x, n1++;
+                }
+            double lo0 = lo, up0 = up;
+            if (n0 == 0 || n1 == 0)
+                lo = up = (s0 + s1) / (double)(n0 + n1);
+            else
+                lo = s0 / (double)n0, up = s1 / (double)n1;
+            moved = lo != lo0 || up != up0;     /* (the same split again: converged) */
+        }
+        double split = 0.5 * (lo + up), dev = 0;
+        long n = 0;
+        for (long j = 0; j < m; j++)
+            if (obs[j].cls == c) {
+                double x = obs[j].v - off[obs[j].a] - off[obs[j].b];
+                dev += fabs(x - (x < split ? lo : up));
+                n++;
+            }
+        lower[c] = lo;
+        upper[c] = up;
+        scale[c] = n > 0 ? 1.25 * dev / (double)n : 0;
+    }
+}
+
 int ts_fit_host_offsets(int n, const ts_offset_obs *obs, long m, int ncls, double *off,
                         double *level, int sweeps, const double *prior, const double *prior_w,
                         double *weight)
@@ -177,8 +266,9 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
     int want_levels = level != NULL;
     if (!level)
         level = own_level;
+    const unsigned char *two = work->two_level;
     if (!scale || !sum || !wsum || !precision || !level ||
-        index_by_node(n, obs, m, work, &start, &eq)) {
+        index_by_node(n, obs, m, work, &start, &eq) || (two && reserve_two_levels(work, ncls))) {
         free(scale);
         free(sum);
         free(wsum);
@@ -189,6 +279,8 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
     for (int c = 0; c < ncls; c++)
         level[c] = NAN;
     fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
+    if (two)
+        fit_two_levels(obs, m, ncls, off, two, work->lower, work->upper, scale);
     for (int s = 0; s < sweeps; s++) {
         /* The shrinkage: every offset pulled towards 0 as by a prior of the hosts' own spread
          * (the offsets' mean square, plus the noisiest class's scale squared, so that a fit
@@ -220,6 +312,10 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
                 if (!isfinite(level[o->cls]))
                     continue;
                 double x = o->v - off[o->other] - level[o->cls];
+                if (two && two[o->cls]) {       /* against the nearer of its two levels */
+                    double lo = work->lower[o->cls], up = work->upper[o->cls];
+                    x = o->v - off[o->other] - (x - off[i] < 0.5 * (lo + up) - level[o->cls] ? lo : up);
+                }
                 /* a class's equations count by its precision: the far pairs of a loaded top
                  * region vary by several us with the load, a leaf's pairs by the jitter */
                 double sc = scale[o->cls] > 0 ? scale[o->cls] : 1;
@@ -231,8 +327,11 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
             if (s == sweeps - 1 && weight)
                 weight[i] = den;
         }
-        if (want_levels || s < sweeps - 1)
+        if (want_levels || s < sweeps - 1) {
             fit_levels(obs, m, ncls, off, level, scale, sum, wsum);
+            if (two)
+                fit_two_levels(obs, m, ncls, off, two, work->lower, work->upper, scale);
+        }
     }
     /* centre: the offsets' mean moves into the levels (twice: a pair has two hosts); with a
      * prior, the prior holds them where they were */
@@ -243,8 +342,11 @@ int ts_fit_host_offsets_work(int n, const ts_offset_obs *obs, long m, int ncls, 
         mean /= n > 0 ? n : 1;
         for (int i = 0; i < n; i++)
             off[i] -= mean;
-        for (int c = 0; c < ncls; c++)
+        for (int c = 0; c < ncls; c++) {
             level[c] += 2 * mean;
+            if (two && two[c])
+                work->lower[c] += 2 * mean, work->upper[c] += 2 * mean;
+        }
     }
     free(own_level);
     free(scale);

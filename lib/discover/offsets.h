@@ -39,6 +39,10 @@ typedef struct ts_offset_work {
     int keep_unfitted;      /* set by the caller: a node without a used equation keeps its
                              * offset and weight (an earlier fit of it, carried as fixed),
                              * where otherwise it gets its prior's (or 0) */
+    const unsigned char *two_level; /* set by the caller, per class (NULL: none): a class of
+                             * pairs on two levels, fitted as such (offsets.c) */
+    double *lower, *upper;  /* (the two levels of such classes, carried from fit to fit) */
+    int nlevels;
 } ts_offset_work;
 
 /* ts_fit_host_offsets in work's buffers. */

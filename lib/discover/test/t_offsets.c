@@ -1,7 +1,8 @@
 /* Hosts' round-trip offsets (lib/discover/offsets.c): recovered from random pairs of two
  * classes, with one-sided noise and a share of pairs of another class mixed in (near pairs of a
- * region not yet cut); a prior carries an earlier fit; no offset moves without data; and a fit
- * carried on from the last settles where one from 0 does. */
+ * region not yet cut); a prior carries an earlier fit; no offset moves without data; a fit
+ * carried on from the last settles where one from 0 does; and a class of two levels in equal
+ * shares, fitted as such, gives the hosts back. */
 #include <math.h>
 #include <stdlib.h>
 #include "tap.h"
@@ -93,6 +94,37 @@ static void warm_start(ts_rng *r)
     free(o);
 }
 
+/* A region not yet cut whose class holds two levels in equal shares: two pods of 32 nodes,
+ * pairs within a pod 20 us below the pairs across (the top of two pods of 64 over RDMA, the
+ * raw round trips 10 and 30 us apart, hosts within 2 us). The one-level fit takes each node's
+ * share of near pairs into its offset; fitted on two levels (ts_offset_work.two_level) the
+ * class gives the hosts back. */
+static void two_levels(ts_rng *r)
+{
+    double host[N], one[N] = {0}, two[N] = {0};
+    ts_offset_obs *o = malloc(sizeof *o * M);
+    for (int i = 0; i < N; i++)
+        host[i] = ts_rng_range(r, -2, 2);
+    for (int j = 0; j < M; j++) {
+        int a = (int)ts_rng_below(r, N), b = (int)ts_rng_below(r, N - 1);
+        b += b >= a;
+        double level = a % 2 == b % 2 ? 10 : 30;
+        o[j] = (ts_offset_obs){a, b, 0, host[a] + host[b] + level + ts_rng_exponential(r, 0.5)};
+    }
+    static const unsigned char two_level[1] = {1};
+    ts_offset_work w = {0};
+    ok(ts_fit_host_offsets_work(N, o, M, 1, one, NULL, 6, NULL, NULL, NULL, &w) == 0,
+       "one level: fit runs");
+    w.two_level = two_level;
+    ok(ts_fit_host_offsets_work(N, o, M, 1, two, NULL, 6, NULL, NULL, NULL, &w) == 0,
+       "two levels: fit runs");
+    double e1 = worst_error(host, one), e2 = worst_error(host, two);
+    ok(e2 < 0.4 && e2 < 0.5 * e1, "pairs on two levels 20 us apart, half each: every offset "
+       "within %.3f us fitted on two levels, %.3f on one", e2, e1);
+    ts_offset_work_free(&w);
+    free(o);
+}
+
 int main(void)
 {
     ts_rng r;
@@ -163,5 +195,6 @@ int main(void)
     ok(fabs(off[0] - 3.5) < 1e-9, "a node without pairs keeps its prior (%.3f)", off[0]);
     free(o);
     warm_start(&r);
+    two_levels(&r);
     return done_testing();
 }
