@@ -544,7 +544,8 @@ static void test_name_shuffles(void)
  * measured (0 of 10 each, 2026-11-30). The second look, on a fit of the region's class on two
  * levels (fit_offsets, second_look), gave 100 of 100 here (seeds 1-50 of each) and on the
  * command line; 3 failures in 20 fail this (2.1 % at the 3 % failure rate that 0 of 100 leaves
- * possible). Four levels (4,4,4,4) came to 46 of 50 and is left to the bench. */
+ * possible). Four levels (4,4,4,4) came to 48 of 50 here (50 of 50 on the command line) and
+ * is left to the bench. */
 static void test_other_shapes(void)
 {
     static const int shapes[][3] = {{2, 4, 16}, {4, 8, 8}};
