@@ -23,7 +23,8 @@
 
 #define HUBER_C 2.5         /* scales before an equation loses weight */
 #define LLOYD_STEPS 8       /* at most this many 2-means iterations of a two-level class per fit
-                             * of its levels (carried from the last, most end at the second) */
+                             * of its levels (started from the last fit's levels, it stops once
+                             * its split repeats) */
 
 static double huber_weight(double resid, double scale)
 {
