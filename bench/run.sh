@@ -231,6 +231,19 @@ fast_row() {
     echo "$row"
 }
 
+# The rows of the array named $1 as a table of the results, unless there are none: a blank line,
+# the caption (the arguments but the last two), a blank line, the header and its rule (the last
+# two), the rows.
+print_table() {
+    local -n table_rows=$1
+    shift
+    [ ${#table_rows[@]} -gt 0 ] || return 0
+    echo
+    printf '%s\n' "${@:1:$#-2}"
+    echo
+    printf '%s\n' "${@: -2}" "${table_rows[@]}"
+}
+
 # The rows above take one shuffle of the node names (gen --seed 7). Which physical pairs share a
 # round, and so the load the rounds put on the uplinks, follows the shuffle (the plan depends on
 # the node count only): here the 128-node fat tree under 10 other shuffles, 10 runs each.
@@ -376,52 +389,36 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
     echo "| nodes | profile      | method   |    probes | rounds | sim_time_s | cpu_time_s | rss_mb | exact | measured | wrong | leaf_ari | link_fp  | link_fn  | link_rounds | link_cpu_s | link_err | link_cover | link_ci_hw |"
     echo "|------:|--------------|----------|----------:|-------:|-----------:|-----------:|-------:|------:|------:|------:|--------:|---------:|---------:|------:|---------:|---------:|------:|------:|"
     for r in "${rows[@]}"; do echo "$r"; done
-    if [ ${#erows[@]} -gt 0 ]; then
-        echo
-        echo "At equal accuracy (issue 20): each baseline with the setting that reaches fast's accuracy at the"
-        echo "least probing time, found by search: its own (the mean under the stopping rule, the rows above)"
-        echo "and fast's estimator (\`--estimator min\`, the minimum of k samples per pair) at k = $eq_samples,"
-        echo "fewest first; $seeds runs per setting (\`--no-links\`), and a setting that reaches fast's accuracy on them"
-        echo "runs again on $eq_seeds, as many as fast's, for it to count. Reached: exact in a share of runs at least"
-        echo "fast's (fast's median leaf_ari where fast is never exact); otherwise its most accurate setting. x fast:"
-        echo "its sim_time_s over fast's (targets: >= 10x allpairs, >= 50x shirai). bound_s: fast's runs' median"
-        echo "\`probe_time_bound_s\`, the least probing time any method needs for a tree exact in 99% of runs"
-        echo "(toposcope/bound.h, doc/design.md: the measured noise law and level steps, the fastest round trip,"
-        echo "each node in one probe at a time; offsets, control steps and barriers granted free)."
-        echo
-        echo "| nodes | profile | fast sim_time_s | fast exact | bound_s | fast / bound | allpairs setting | allpairs exact | allpairs sim_time_s | x fast | shirai setting | shirai exact | shirai sim_time_s | x fast |"
-        echo "|------:|---------|----------:|------:|---------:|------:|---|---|----------:|------:|---|---|----------:|------:|"
-        for r in "${erows[@]}"; do echo "$r"; done
-    fi
-    if [ ${#prows[@]} -gt 0 ]; then
-        echo
-        echo "fast with its plans varied too (\`--plan-seed\` = run seed = fabric seed = 1..N, ethernet-udp; the rows"
-        echo "above share the one plan a job of that size makes):"
-        echo
-        echo "| nodes | exact | probes (median) | probes (max) | sim_time_s (median) | sim_time_s (max) |"
-        echo "|------:|------:|----------:|----------:|-----------:|-----------:|"
-        for r in "${prows[@]}"; do echo "$r"; done
-    fi
-    if [ ${#srows[@]} -gt 0 ]; then
-        echo
-        echo "fast on the 128-node fat tree under other shuffles of its node names (\`gen --fat-tree 8 --seed\`"
-        echo "1..$shuffles, run seed = fabric seed = 1..10 each): which pairs share a round, and so the load the"
-        echo "rounds put on the uplinks, follows the shuffle. Their \`wrong\` counts in the total above."
-        echo
-        echo "| profile | exact | measured | wrong | sim_time_s (median) | sim_time_s (max) |"
-        echo "|---------|------:|---------:|------:|-----------:|-----------:|"
-        for r in "${srows[@]}"; do echo "$r"; done
-    fi
-    if [ ${#shrows[@]} -gt 0 ]; then
-        echo
-        echo "fast on regular trees of other shapes (\`gen --regular SHAPE --seed 7\`: switches per level, the last"
-        echo "entry nodes per leaf; run seed = fabric seed = 1..10): two pods, leaves of 16, two levels only, four"
-        echo "levels, a quarter of the top's pairs under one pod. Their \`wrong\` counts in the total above."
-        echo
-        echo "| shape | nodes | profile | exact | measured | wrong | sim_time_s (median) | sim_time_s (max) |"
-        echo "|-------|------:|---------|------:|---------:|------:|-----------:|-----------:|"
-        for r in "${shrows[@]}"; do echo "$r"; done
-    fi
+    print_table erows \
+        "At equal accuracy (issue 20): each baseline with the setting that reaches fast's accuracy at the" \
+        "least probing time, found by search: its own (the mean under the stopping rule, the rows above)" \
+        "and fast's estimator (\`--estimator min\`, the minimum of k samples per pair) at k = $eq_samples," \
+        "fewest first; $seeds runs per setting (\`--no-links\`), and a setting that reaches fast's accuracy on them" \
+        "runs again on $eq_seeds, as many as fast's, for it to count. Reached: exact in a share of runs at least" \
+        "fast's (fast's median leaf_ari where fast is never exact); otherwise its most accurate setting. x fast:" \
+        "its sim_time_s over fast's (targets: >= 10x allpairs, >= 50x shirai). bound_s: fast's runs' median" \
+        "\`probe_time_bound_s\`, the least probing time any method needs for a tree exact in 99% of runs" \
+        "(toposcope/bound.h, doc/design.md: the measured noise law and level steps, the fastest round trip," \
+        "each node in one probe at a time; offsets, control steps and barriers granted free)." \
+        "| nodes | profile | fast sim_time_s | fast exact | bound_s | fast / bound | allpairs setting | allpairs exact | allpairs sim_time_s | x fast | shirai setting | shirai exact | shirai sim_time_s | x fast |" \
+        "|------:|---------|----------:|------:|---------:|------:|---|---|----------:|------:|---|---|----------:|------:|"
+    print_table prows \
+        "fast with its plans varied too (\`--plan-seed\` = run seed = fabric seed = 1..N, ethernet-udp; the rows" \
+        "above share the one plan a job of that size makes):" \
+        "| nodes | exact | probes (median) | probes (max) | sim_time_s (median) | sim_time_s (max) |" \
+        "|------:|------:|----------:|----------:|-----------:|-----------:|"
+    print_table srows \
+        "fast on the 128-node fat tree under other shuffles of its node names (\`gen --fat-tree 8 --seed\`" \
+        "1..$shuffles, run seed = fabric seed = 1..10 each): which pairs share a round, and so the load the" \
+        "rounds put on the uplinks, follows the shuffle. Their \`wrong\` counts in the total above." \
+        "| profile | exact | measured | wrong | sim_time_s (median) | sim_time_s (max) |" \
+        "|---------|------:|---------:|------:|-----------:|-----------:|"
+    print_table shrows \
+        "fast on regular trees of other shapes (\`gen --regular SHAPE --seed 7\`: switches per level, the last" \
+        "entry nodes per leaf; run seed = fabric seed = 1..10): two pods, leaves of 16, two levels only, four" \
+        "levels, a quarter of the top's pairs under one pod. Their \`wrong\` counts in the total above." \
+        "| shape | nodes | profile | exact | measured | wrong | sim_time_s (median) | sim_time_s (max) |" \
+        "|-------|------:|---------|------:|---------:|------:|-----------:|-----------:|"
     echo
     echo "Irregular random trees (\`toposcope gen --irregular --seed 1..$nirregular\` for fast, 1..10 for allpairs, ethernet), medians:"
     echo
