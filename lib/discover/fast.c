@@ -26,7 +26,10 @@
  *  4. decide    (decide_region) near pairs join fragments; far pairs inside the far class's
  *               band mark their fragments apart (a pair far above the band is an outlier, not
  *               evidence). A region is split when every pair of its fragments is known apart,
- *               a star when a full tournament shows no gap, and unresolved when a big region
+ *               a star when a full tournament shows no gap and its pairs fit a star; a small
+ *               region whose pairs do not fit one, with no gap either, is split by the blocks
+ *               its children make in the whole matrix, found on one half of its measurements
+ *               and tested on the other (partition_look, blocks.c); unresolved when a big region
  *               shows none even after its samples per pair were doubled up to SAMPLES_MAX, or
  *               under a deadline as far as its time allows (sequential testing: more samples
  *               only where the noise needs them).
@@ -51,6 +54,7 @@
 #include "toposcope/discover.h"
 #include "method.h"
 #include "confirm.h"
+#include "blocks.h"
 #include "fast_irregular.h"
 #include "offsets.h"
 #include "util/prefetch.h"
@@ -109,6 +113,9 @@
                               * first's */
 #define STAR_CHILD 3         /* the children a hidden level is assumed to make: the smallest
                               * the gap test tells from chance (EDGE_MIN) */
+#define PARTITION_CYCLES 6   /* tournament cycles a small region whose blocks stand as a level
+                              * measures at one sample count, its nodes not yet told apart,
+                              * before its samples double (partition_look) */
 
 enum { OPEN, SPLIT, STAR, UNRESOLVED };
 
@@ -155,6 +162,8 @@ typedef struct region {
     double best_share;      /* the largest share of its threshold a look at the current
                              * samples per pair found (a big region without a gap) */
     double lof_z;           /* a small region without a gap: its lack of fit as a star */
+    int blocks_seen;        /* ... and the blocks of its last partition look stood as a level,
+                             * nothing against them (partition_look) */
     star_fit fit;           /* ... and what its power depends on: the step it sees with
                              * probability STAR_POWER (star_resolution), worked out only for a
                              * region that settles as a star (settle_star) */
@@ -1948,6 +1957,115 @@ static int second_look(fast *F, walk *W, int r, level_gap *g, const indexed_meas
     return TS_OK;
 }
 
+/* ---- a small region's blocks, on the whole matrix ---- */
+
+/* The region's halves: D[i * nmem + j] each pair's first measurement's residual (found on),
+ * Bsum and Bn the sum and count of its later ones' (tested on). 0 when a pair has none yet. */
+static int split_halves(const fast *F, const int *mem, int nmem, const indexed_meas *x, long m,
+                        double *D, double *Bsum, int *Bn)
+{
+    size_t nn = (size_t)nmem * (size_t)nmem;
+    for (size_t e = 0; e < nn; e++)
+        D[e] = NAN;
+    for (int i = 0; i < nmem; i++)
+        F->local[mem[i]] = i;
+    /* x is in pair order, each pair's measurements in the order they were taken */
+    for (long j = 0, e; j < m; j = e) {
+        int a = F->local[x[j].a], b = F->local[x[j].b];
+        D[a * nmem + b] = D[b * nmem + a] = x[j].v - F->off[x[j].a] - F->off[x[j].b];
+        for (e = j + 1; e < m && x[e].key == x[j].key; e++) {
+            double r = x[e].v - F->off[x[e].a] - F->off[x[e].b];
+            Bsum[a * nmem + b] += r, Bn[a * nmem + b]++;
+            Bsum[b * nmem + a] += r, Bn[b * nmem + a]++;
+        }
+    }
+    for (int i = 0; i < nmem; i++)
+        for (int j = i + 1; j < nmem; j++)
+            if (isnan(D[i * nmem + j]))
+                return 0;
+    return 1;
+}
+
+/* Whether the c blocks of region R's look stand (*t, blocks.h), and R->blocks_seen: their
+ * level stood with nothing against them, so that more measurements at the same samples may
+ * tell the nodes. The level and each pair of blocks at FALSE_SPLIT, over the looks a region
+ * may take (every batch from its tournament proof to PARTITION_CYCLES cycles, at each sample
+ * count) and over its pairs of blocks: they tell a split from a star and from blocks of one
+ * child. A node's assignment at LOF_Z: a node in a wrong block has its pairs to its own block
+ * above its pairs to its true one by a step, not by chance, so its assign_z lies a step's z
+ * below 0, not at it. The signs against the blocks at LOF_Z (node_z, the most of nmem
+ * nodes', at LOF_Z's chance over them). */
+static int blocks_stand(const fast *F, region *R, int nmem, int c, const ts_blocks_test *t)
+{
+    int cycle = nmem + (nmem & 1) - 1, stages = 1;
+    for (int k = F->kfirst; k < F->kmax; k *= 2)
+        stages++;
+    double looks = stages * (ceil((double)(PARTITION_CYCLES * cycle - tournament_proof(nmem)) /
+                                  BATCH) + 1);
+    double z_level = -ts_normal_quantile(FALSE_SPLIT / looks);
+    double z_apart = -ts_normal_quantile(FALSE_SPLIT / looks / (c * (c - 1) / 2));
+    double z_node = -ts_normal_quantile(0.5 * erfc(LOF_Z / sqrt(2.0)) / nmem);
+    R->blocks_seen = t->level_z >= z_level && t->grouping_z <= LOF_Z && t->blocks_z <= LOF_Z &&
+                     t->mixed_z <= LOF_Z && t->node_z <= z_node;
+    int stand = R->blocks_seen && t->apart_z >= z_apart && t->assign_z >= LOF_Z;
+    if (stand)
+        R->threshold = z_level;
+    return stand;
+}
+
+/* A small region whose tournament shows a level (its pairs do not fit a star) but no gap: its
+ * classes' tails overlap, so that no cut on single pairs is significant, while the blocks its
+ * children make stand out of the whole matrix (blocks.h; IPoIB, a pod of 16 nodes in leaves of
+ * 4: the step about 2.5 times the noise of the minimum of 3, and no gap up to 48 samples per
+ * pair, in every run). The blocks: average linkage on each pair's first measurement, its first
+ * partition whose blocks all hold STAR_CHILD nodes (the gap test's floor: a child of 2 is not
+ * told from chance); tested on the pairs' later measurements, they stand as the region's
+ * children (blocks_stand), or R->blocks_seen says whether more measurements at the same
+ * samples may tell them. *split: they stood. Returns TS_OK or TS_ENOMEM. */
+static int partition_look(fast *F, region *R, const int *mem, int nmem, const indexed_meas *x,
+                          long m, int *split)
+{
+    *split = 0;
+    R->blocks_seen = 0;
+    if (nmem < 2 * STAR_CHILD)
+        return TS_OK;
+    for (int i = 0; i < nmem; i++)
+        if (F->dead[mem[i]])
+            return TS_OK;
+    size_t nn = (size_t)nmem * (size_t)nmem;
+    double *D = malloc(sizeof(double) * nn), *Bsum = calloc(nn, sizeof(double));
+    int *Bn = calloc(nn, sizeof(int)), *lab = malloc(sizeof(int) * (size_t)nmem);
+    int rc = D && Bsum && Bn && lab ? TS_OK : TS_ENOMEM, c = 0, tested = 0;
+    ts_blocks_test t;
+    if (rc == TS_OK && split_halves(F, mem, nmem, x, m, D, Bsum, Bn) &&
+        (c = ts_first_partition(D, nmem, STAR_CHILD, lab)) >= 2)
+        tested = ts_test_partition(lab, nmem, c, Bsum, Bn, &t);
+    if (c < 0 || tested < 0)
+        rc = TS_ENOMEM;
+    if (rc == TS_OK && tested > 0 && blocks_stand(F, R, nmem, c, &t)) {
+        /* the blocks are the fragments, every pair of them apart */
+        for (int i = 0; i < nmem; i++)
+            F->uf[mem[i]] = mem[i];
+        for (int i = 0; i < nmem; i++)
+            for (int j = i + 1; j < nmem; j++)
+                if (lab[i] == lab[j])
+                    ts_uf_union(F->uf, mem[i], mem[j]);
+        R->has_cut = 1;
+        R->nfrag = c;
+        R->nsep = (long)c * (c - 1) / 2;
+        R->margin = t.level_z;
+        R->gap_us = R->step_us = t.step_us;
+        R->grouped = 0;
+        R->group_z = R->vary_z = NAN;
+        *split = 1;
+    }
+    free(D);
+    free(Bsum);
+    free(Bn);
+    free(lab);
+    return rc;
+}
+
 static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
 {
     region *R = &F->R[W->first + r];
@@ -2097,6 +2215,16 @@ static int decide_region(fast *F, walk *W, int r, forest *K, int last_pass)
     R->fit = (star_fit){NAN, NAN, NAN, nmem, STAR_CHILD};
     if (rc == TS_OK && !R->has_cut && nmem <= STAR_PROOF_MAX && R->tour >= tournament_proof(nmem))
         R->lof_z = level_lack_of_fit(F, mem, nmem, x, m, &R->fit);
+    /* a level the star does not fit, without a gap: the blocks it makes, on the whole matrix */
+    if (last_pass)
+        R->blocks_seen = 0;
+    if (rc == TS_OK && last_pass && R->lof_z > LOF_Z) {
+        int split;
+        if (partition_look(F, R, mem, nmem, x, m, &split) != TS_OK)
+            return TS_ENOMEM;
+        if (split)
+            return TS_OK;
+    }
     /* a split's step: its far class's median residual over its near class's (the scale a
      * star below it must resolve) */
     if (R->has_cut)
@@ -2238,6 +2366,10 @@ static void settle_region(fast *F, region *R, int *escalate)
         return;
     int unsure = small ? R->lof_z > LOF_Z : R->best_share >= 0.5;
     if (!small && unsure && R->rounds < BIG_LOOKS_UNSURE * BATCH)
+        return;
+    /* blocks seen on the whole matrix, not yet told apart node by node: the tournament goes on
+     * at the same samples, whose every cycle adds a held-out measurement to each pair */
+    if (small && R->blocks_seen && R->tour < PARTITION_CYCLES * (R->nmem + (R->nmem & 1) - 1))
         return;
     double noise = R->noise_n > 0 ? R->noise_sum / (double)R->noise_n : NAN;
     int noisy = !small && 2 * noise >= R->spread_us;   /* (false when either is NAN) */
@@ -2474,7 +2606,7 @@ static int decide_depth(fast *F, walk *W, long batch_first)
         for (int r = 0; r < nr; r++) {
             region *R = &F->R[W->first + r];
             if (R->state == OPEN) {
-                R->rounds = R->tour = R->has_cut = 0;
+                R->rounds = R->tour = R->has_cut = R->blocks_seen = 0;
                 R->best_share = 0;
                 R->noise_sum = 0;
                 R->noise_n = 0;

@@ -179,28 +179,32 @@ static void test_fat_tree_1024(const char *profile, double max_ms)
 
 /* A region left unresolved hangs its nodes from one switch, a level above the others: the tree
  * is still one of levels, fast's own splits stand and the additive method fills only that
- * region. 128 nodes over IPoIB under a 3 s budget leave the pods' leaves unresolved (16 nodes,
- * leaves of 4); taken for a fabric not of levels, the additive method's guess replaced fast's
- * whole tree and its test contracted the pods as well (leaf ARI 0.01-0.06 in 3 of 3 runs). */
+ * region. Pods of 16 nodes in leaves of 2 over IPoIB under a 3 s budget leave the pods'
+ * leaves unresolved (a child of 2 is below both the gap test's floor and the partition
+ * look's); taken for a fabric not of levels, the additive method's guess replaced fast's
+ * whole tree and its test contracted the pods as well (leaf ARI 0.01-0.06 in 3 of 3 runs of
+ * the 128-node fat tree, whose leaves of 4 the partition look now resolves). So the splits
+ * missing are the 64 leaves' at most, none extra. */
 static void test_unresolved_keeps_splits(void)
 {
+    static const int shape[] = {8, 8, 2};
     ts_fabric f;
     ts_error err = {{0}};
     ts_fabric_init(&f);
-    if (ts_gen_fat_tree(&f, 8, 7, &err) != TS_OK) {
+    if (ts_gen_regular(&f, shape, 3, 7, &err) != TS_OK) {
         ok(0, "setup: %s", err.text);
+        ts_fabric_free(&f);
         return;
     }
-    int kept = 0, runs = 3;
-    double worst = 1;
+    int kept = 0, runs = 3, most = 0;
     for (uint64_t seed = 1; seed <= (uint64_t)runs; seed++) {
         run r = simulate(&f, "ipoib-udp", 0, seed, 3e6);
         kept += r.rc == TS_OK && (r.partial || r.nambiguous > 0) && r.acc.splits_extra == 0 &&
-                r.acc.leaf_ari >= 0.3;
-        worst = r.acc.leaf_ari < worst ? r.acc.leaf_ari : worst;
+                r.acc.splits_missing <= 64;
+        most = r.acc.splits_missing > most ? r.acc.splits_missing : most;
     }
-    ok(kept == runs, "128 nodes over IPoIB, 3 s budget: %d/%d partial with fast's pods kept "
-       "(leaf ARI >= 0.3; the least %.3f)", kept, runs, worst);
+    ok(kept == runs, "pods of 16 in leaves of 2 over IPoIB, 3 s budget: %d/%d partial with "
+       "fast's pods kept (at most the 64 leaves missing; the most %d)", kept, runs, most);
     ts_fabric_free(&f);
 }
 
@@ -430,13 +434,15 @@ static void test_varied_plans(void)
  * (a 0.35 us cut-through hop, a level step of 1.4 us; a 1 us hop under a 30 us stack with a
  * wider jitter and 5% of probes waking a core): over 40 runs each of a 128-node fat tree,
  * never a wrong tree reported measured (inexact, not partial and nothing unresolved), and the
- * tree exact where the noise allows (every case but IP over InfiniBand's 0.8 us step under
- * 5.6 us of jitter on 128 nodes: there the pods stay unresolved, partial). Exact over seeds
- * 1-100, measured 2026-11-25: 100, 100, 0 (all partial), 85 and 98 of 100, 0 wrong; each
- * bound is the count those rates reach in 40 runs but once in a hundred (binomial), so a
- * change that only redraws the samples passes. (Hosts differing by up to 30% instead of 15%
- * with the 0.35 us hop, measured the same day: 34 of 40 exact, none wrong and measured; when
- * this test was written, 14/20 and one wrong tree reported measured.) */
+ * tree exact where the noise allows. Exact over seeds 1-100, measured 2026-11-25: 100, 100,
+ * 0 (all partial), 85 and 98 of 100, 0 wrong; each bound is the count those rates reach in 40
+ * runs but once in a hundred (binomial), so a change that only redraws the samples passes.
+ * IP over InfiniBand's 0.8 us step under 5.6 us of jitter left the pods' leaves of 4 without a
+ * gap, unresolved, until the partition look (fast.c): 296 of seeds 1-300 exact, 2026-11-30,
+ * and its bound 36 (5 misses in 40 at that rate: 0.3 %; at 3.4 %, the rate's upper 95 % bound,
+ * 1.2 %). (Hosts differing by up to 30% instead of 15% with the 0.35 us hop, measured
+ * 2026-11-25: 34 of 40 exact, none wrong and measured; when this test was written, 14/20 and
+ * one wrong tree reported measured.) */
 static void test_realistic(void)
 {
     static const struct {
@@ -446,7 +452,7 @@ static void test_realistic(void)
     } cases[] = {
         {"ethernet-udp", NAN, NAN, NAN, NAN, NAN, 0, 37},
         {"rdma", NAN, NAN, NAN, NAN, NAN, 0, 37},
-        {"ipoib-udp", NAN, NAN, NAN, NAN, NAN, 0, 0},
+        {"ipoib-udp", NAN, NAN, NAN, NAN, NAN, 0, 36},
         {"ethernet-udp", 0.35, NAN, NAN, NAN, NAN, 0, 28},
         {"ethernet-udp", 1.0, NAN, 30, 3, 1.0, 0.05, 37},
     };
