@@ -497,6 +497,17 @@ static void test_realistic(void)
     }
 }
 
+/* Whether the generator's return rc left fabric f ready; if not, a failed check names why and f
+ * is freed. */
+static int fabric_ready(ts_fabric *f, int rc, const ts_error *err)
+{
+    if (rc == TS_OK)
+        return 1;
+    ok(0, "setup: %s", err->text);
+    ts_fabric_free(f);
+    return 0;
+}
+
 /* One run over RDMA of fabric f (fabric `what` number `which`), counted into *good when its
  * tree is exact and measured (no unresolved region, no unpowered star), into *wrong when it
  * is measured and not exact. */
@@ -530,11 +541,8 @@ static void test_name_shuffles(void)
             ts_fabric f;
             ts_error err = {{0}};
             ts_fabric_init(&f);
-            if (ts_gen_fat_tree(&f, 8, shuffle, &err) != TS_OK) {
-                ok(0, "setup: %s", err.text);
-                ts_fabric_free(&f);
+            if (!fabric_ready(&f, ts_gen_fat_tree(&f, 8, shuffle, &err), &err))
                 return;
-            }
             rdma_run(&f, seed, "shuffle", shuffle, &good, &wrong);
             ts_fabric_free(&f);
         }
@@ -561,11 +569,8 @@ static void test_other_shapes(void)
             ts_fabric f;
             ts_error err = {{0}};
             ts_fabric_init(&f);
-            if (ts_gen_regular(&f, shapes[sh], 3, 7, &err) != TS_OK) {
-                ok(0, "setup: %s", err.text);
-                ts_fabric_free(&f);
+            if (!fabric_ready(&f, ts_gen_regular(&f, shapes[sh], 3, 7, &err), &err))
                 return;
-            }
             rdma_run(&f, seed, "shape", sh, &good, &wrong);
             ts_fabric_free(&f);
         }
