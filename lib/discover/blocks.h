@@ -10,11 +10,13 @@
 #ifndef TOPOSCOPE_BLOCKS_H
 #define TOPOSCOPE_BLOCKS_H
 
-/* The first partition on average linkage's way up (the two blocks of least mean distance
- * merge) whose every block holds min_block nodes or more: its count of blocks (2 or more), and
- * lab[i] the block of node i, 0..count-1; 0 when the nodes end in one block first, -1 when out
- * of memory. D is the n x n matrix of distances (every pair's, symmetric), overwritten. */
-int ts_first_partition(double *D, int n, int min_block, int *lab);
+/* The children's blocks on average linkage's way up (the two blocks of least mean distance
+ * merge): of the partitions into 2 blocks or more whose every block holds min_block nodes or
+ * more, the one whose pairs across lie furthest above its pairs within, in standard errors of
+ * the difference of their means. Returns its count of blocks, with lab[i] the block of node i,
+ * 0..count-1; 0 when there is no such partition, -1 when out of memory. D is the n x n matrix
+ * of distances (every pair's, symmetric). */
+int ts_linkage_partition(const double *D, int n, int min_block, int *lab);
 
 /* What a partition's held-out measurements say, each in standard errors (z). */
 typedef struct ts_blocks_test {

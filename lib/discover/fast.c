@@ -2017,9 +2017,10 @@ static int blocks_stand(const fast *F, region *R, int nmem, int c, const ts_bloc
  * classes' tails overlap, so that no cut on single pairs is significant, while the blocks its
  * children make stand out of the whole matrix (blocks.h; IPoIB, a pod of 16 nodes in leaves of
  * 4: the step about 2.5 times the noise of the minimum of 3, and no gap up to 48 samples per
- * pair, in every run). The blocks: average linkage on each pair's first measurement, its first
- * partition whose blocks all hold STAR_CHILD nodes (the gap test's floor: a child of 2 is not
- * told from chance); tested on the pairs' later measurements, they stand as the region's
+ * pair, in every run). The blocks: average linkage on each pair's first measurement, its
+ * partition furthest apart of those whose blocks all hold STAR_CHILD nodes (the gap test's
+ * floor: a child of 2 is not told from chance; ts_linkage_partition); tested on the pairs'
+ * later measurements, they stand as the region's
  * children (blocks_stand), or R->blocks_seen says whether more measurements at the same
  * samples may tell them. *split: they stood. Returns TS_OK or TS_ENOMEM. */
 static int partition_look(fast *F, region *R, const int *mem, int nmem, const indexed_meas *x,
@@ -2038,7 +2039,7 @@ static int partition_look(fast *F, region *R, const int *mem, int nmem, const in
     int rc = D && Bsum && Bn && lab ? TS_OK : TS_ENOMEM, c = 0, tested = 0;
     ts_blocks_test t;
     if (rc == TS_OK && split_halves(F, mem, nmem, x, m, D, Bsum, Bn) &&
-        (c = ts_first_partition(D, nmem, STAR_CHILD, lab)) >= 2)
+        (c = ts_linkage_partition(D, nmem, STAR_CHILD, lab)) >= 2)
         tested = ts_test_partition(lab, nmem, c, Bsum, Bn, &t);
     if (c < 0 || tested < 0)
         rc = TS_ENOMEM;

@@ -80,7 +80,7 @@ static void test_star(int n)
     double most = -INFINITY;
     for (int t = 0; t < T; t++) {
         draw(&d, n, truth, NULL, 0, 0, 1, &r);
-        int c = ts_first_partition(d.D, n, 3, lab);
+        int c = ts_linkage_partition(d.D, n, 3, lab);
         ts_blocks_test bt;
         if (c < 2 || ts_test_partition(lab, n, c, d.Bsum, d.Bn, &bt) != 1)
             continue;
@@ -118,7 +118,7 @@ static double node_threshold(int n)
 }
 
 /* What the look does with blocks of `size` nodes `step` apart (sd 1), each pair measured
- * `later` times after its first: how often the first partition is the truth, and with it,
+ * `later` times after its first: how often linkage's partition is the truth, and with it,
  * how often its level and every pair of blocks pass z 5.5 and 6 (about fast.c's thresholds)
  * and every node's assignment passes GUARD_Z with no guard raised. */
 typedef struct look_counts {
@@ -136,7 +136,7 @@ static look_counts looks(int n, int size, double step, int later, int T, uint64_
     blocks_of(truth, n, size);
     for (int t = 0; t < T; t++) {
         draw(&d, n, truth, NULL, step, 0, later, &r);
-        int c = ts_first_partition(d.D, n, 3, lab);
+        int c = ts_linkage_partition(d.D, n, 3, lab);
         ts_blocks_test bt;
         if (c < 2 || !same_partition(lab, truth, n) ||
             ts_test_partition(lab, n, c, d.Bsum, d.Bn, &bt) != 1)
@@ -152,7 +152,9 @@ static look_counts looks(int n, int size, double step, int later, int T, uint64_
 }
 
 /* Blocks of 4 in 16 nodes and of 8 in 64, 2.5 sd apart: how often average linkage on the
- * first measurements finds them (1859 and 135 of 2000 and 200, 2026-11-30), and how often
+ * first measurements finds them (1859 and 199 of 2000 and 200, 2026-11-30; 64 nodes, 135
+ * when the first partition on the way up whose blocks all held 3 nodes was taken: it split
+ * a block whose first measurements fell apart), and how often
  * they pass the look's tests (the counts of looks, with one later measurement and five). */
 static void test_power(void)
 {
@@ -168,7 +170,7 @@ static void test_power(void)
     look_counts k = looks(64, 8, 2.5, 1, T / 10, 8);
     diag("64 nodes in blocks of 8, step 2.5 sd, 1 later: found %d/%d, level %d, apart %d, "
          "assign %d, guards raised %d", k.found, T / 10, k.level, k.apart, k.assign, k.guards);
-    ok(k.found >= 0.5 * T / 10, "64 nodes in blocks of 8: found %d/%d (>= 50 %%)", k.found,
+    ok(k.found >= 0.9 * T / 10, "64 nodes in blocks of 8: found %d/%d (>= 90 %%)", k.found,
        T / 10);
 }
 
