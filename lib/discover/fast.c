@@ -73,10 +73,12 @@
                               * on to TS_SAMPLES_MAX while the time allows (may_double) */
 #define DOUBLING_SHARE 0.5   /* a doubling past SAMPLES_MAX must fit in this share of the time
                               * left: the rest is for the depths below and the link stage */
-#define BATCH 4              /* rounds planned per gather/scatter step */
-#define BIG_LOOKS 3          /* batches a big region without a gap is looked at before it is
-                              * judged, ... */
-#define BIG_LOOKS_UNSURE 6   /* ... and while a look's gap was suggestive, before its samples
+#define BATCH 8              /* rounds planned per gather/scatter step (measure_batch) */
+#define BIG_ROUNDS 8         /* rounds a big region without a gap is measured before it is
+                              * judged (its first batch: judged at 16 rounds, the top regions
+                              * of 20 irregular trees, handed to the additive method, came
+                              * out with 59 switches missing instead of 36), ... */
+#define BIG_ROUNDS_UNSURE 24 /* ... and while a look's gap was suggestive, before its samples
                               * double (settle_region) */
 #define SILENT_PAIRS 2       /* a node none answered in this many pairs, and never any other,
                               * is left out: one pair's losses in a row (3 at 20 % loss on one
@@ -766,6 +768,15 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
     return TS_OK;
 }
 
+/* One batch: a gather/scatter step that plans BATCH rounds, and the rounds. The step crosses
+ * the fabric twice per level of the control tree, so it costs several rounds' time (1024
+ * nodes over kernel UDP: 1.6 ms against 0.2-0.6 ms a round). With 4 rounds a batch, half of
+ * 1024 nodes' probing time went in steps; with 8, every row of the bench's fat trees took
+ * less time (medians, 128 nodes over IPoIB 0.067 s to 0.056, 300 runs; 1024 over kernel UDP
+ * 0.085 to 0.065, over IPoIB 0.22 to 0.17); 16 cost the 128-node rows over kernel UDP and
+ * RDMA again (0.028 s to 0.030, 0.0020 to 0.0031): a decision waits for its batch's end. A batch's size chosen from the
+ * measured costs instead (twice the step's time in rounds) did no better than 8: its sizes
+ * changed from batch to batch, and with them where a tournament's looks fell. */
 static int measure_batch(fast *F, walk *W)
 {
     ts_stop_rule rule = F->e->rule;
@@ -2350,7 +2361,7 @@ static void settle_region(fast *F, region *R, int *escalate)
      * times (their levels show, at depths that differ).
      * Suggestive is the best look of the stage's, not the last: where a batch holds few pairs
      * the margin wanders from look to look, and a gap suggested once is measured on, up to
-     * BIG_LOOKS_UNSURE batches at the same samples (more pairs cost less than a stage started
+     * BIG_ROUNDS_UNSURE rounds at the same samples (more pairs cost less than a stage started
      * over with twice the samples). At the top of 128 nodes (8 pods of 16, the rounds' load
      * different with every shuffle of the node names) the first significant look came at the
      * 4th batch in 44 % of runs over kernel UDP and 49 % over RDMA; judged on the 3rd batch's
@@ -2362,11 +2373,11 @@ static void settle_region(fast *F, region *R, int *escalate)
      * of 14 irregular trees two take longer (0.8 s to 1.6, 0.2 to 2.0), one of them no
      * longer exact (partial before and now). */
     int small = R->nmem <= STAR_PROOF_MAX;
-    int seen = small ? R->tour >= tournament_proof(R->nmem) : R->rounds >= BIG_LOOKS * BATCH;
+    int seen = small ? R->tour >= tournament_proof(R->nmem) : R->rounds >= BIG_ROUNDS;
     if (!seen)
         return;
     int unsure = small ? R->lof_z > LOF_Z : R->best_share >= 0.5;
-    if (!small && unsure && R->rounds < BIG_LOOKS_UNSURE * BATCH)
+    if (!small && unsure && R->rounds < BIG_ROUNDS_UNSURE)
         return;
     /* blocks seen on the whole matrix, not yet told apart node by node: the tournament goes on
      * at the same samples, whose every cycle adds a held-out measurement to each pair */
