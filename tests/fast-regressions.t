@@ -111,6 +111,16 @@ read -r wrong measured <<< "$(outcomes four rdma 20)"
     --out "$tmp/scattered" > "$tmp/log" 2>&1 || cat "$tmp/log" >&2
 [ "$(field tree_exact "$tmp/scattered/metrics.yaml")" = true ] || [ "$(field status "$tmp/scattered/metrics.yaml")" = partial ]
 ok $? "32 nodes scattered over the 128-node fat tree, kernel UDP: no wrong tree reported measured ($(field status "$tmp/scattered/metrics.yaml"), exact $(field tree_exact "$tmp/scattered/metrics.yaml"))"
+# A job of 8 nodes over RDMA (make bench's scattered jobs, seed 9): three pods hold 2 of its
+# nodes each, on different leaves, two pods 1 each. Fast resolves it; its tree has nodes at two
+# depths, so the additive method measures it again, and its tree grouped the three pods under a
+# switch apart from the two lone nodes: leaf groups as fast's, one split more, reported measured
+# (only a flat tree was held to fast's splits). A split fast did not find is a disagreement.
+"$bin" sim --fabric "$tmp/ft8.conf" --profile rdma --seed 9 --fabric-seed 9 --no-links \
+    --nodes n0113,n0087,n0017,n0074,n0068,n0062,n0025,n0127 --out "$tmp/job8" > "$tmp/log" 2>&1 ||
+    cat "$tmp/log" >&2
+[ "$(field tree_exact "$tmp/job8/metrics.yaml")" = true ] || [ "$(field status "$tmp/job8/metrics.yaml")" = partial ]
+ok $? "8 nodes in 5 pods of the 128-node fat tree, RDMA, seed 9: no wrong tree reported measured ($(field status "$tmp/job8/metrics.yaml"), exact $(field tree_exact "$tmp/job8/metrics.yaml"))"
 # The testbed's 8-node step in the simulator: four leaves of two nodes, 200 us per link, kernel
 # UDP. A pair of leaves whose first two measurements of all four node pairs fell in the far
 # class's lower half never opened, however often the rounds measured it again (run 185: its top
