@@ -58,19 +58,25 @@ sim --seed 2 --baseline "$tmp/base" --out "$tmp/default-healthy"
 sim --seed 1 --baseline "$tmp/base" --policy $policy --inject "dead:$node" --out "$tmp/dead"
 grep -q "link: \"$node\", kind: access, reason: unreachable" "$tmp/dead/anomalies.yaml"; ok $? "a dead node is reported unreachable"
 
-# 20% loss on a link: its pairs answer far less often than the job's other links' pairs
+# 20% loss on a link: its pairs answer far less often than the job's other links' pairs. A
+# rate over 20 seeds, not one seed's luck: a run now and then measures too few of the link's
+# pairs for the loss to be significant (28 and 29 of 30 seeds, the code before and after 8
+# rounds a batch; one seed, 3, was the whole test and fell on the miss).
 for link in "$node" "$leaf"; do
-    sim --seed 3 --baseline "$tmp/base" --policy $policy --inject "loss:$link:20%" --out "$tmp/loss-$link"
-    # nodes the loss kept out of discovery altogether are reported unreachable, above it
-    grep '^  - {link:' "$tmp/loss-$link/anomalies.yaml" | grep -v 'reason: unreachable' | head -1 |
-      grep -q "link: \"$link\", .*reason: loss, .*loss_pct: [0-9]"
-    ok $? "$link with 20% loss: the first link reported, reason loss"
+    hits=0
+    for s in $(seq 1 20); do
+        sim --seed $s --baseline "$tmp/base" --policy $policy --inject "loss:$link:20%" --out "$tmp/loss-$link"
+        # nodes the loss kept out of discovery altogether are reported unreachable, above it
+        grep '^  - {link:' "$tmp/loss-$link/anomalies.yaml" | grep -v 'reason: unreachable' | head -1 |
+          grep -q "link: \"$link\", .*reason: loss, .*loss_pct: [0-9]" && hits=$((hits+1))
+    done
+    [ $hits -ge 16 ]; ok $? "$link with 20% loss: the first link reported, reason loss, in $hits of 20 seeds (>= 16)"
 done
 
 # A run whose tree has switches left unresolved marks them in tree.yaml, and the links at them,
 # which may span hidden switches, are not held against the baseline. UDP over IPoIB on 16 pods
 # of 4 leaves of 2 nodes (a child of 2 is below what discovery tells from chance; this run
-# leaves 2 switches unresolved, and 126 of its 144 links resolved; on the fat tree above, whose
+# leaves 1 switch unresolved, and 135 of its 144 links resolved; on the fat tree above, whose
 # leaves of 4 the partition look resolves now, it left most pods' leaves unresolved before):
 # this run's IPoIB latencies are far from the baseline's, yet no link at an unresolved switch is
 # flagged; the links of the resolved part are compared and, the profiles differing, flagged.
