@@ -3,9 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "blocks.h"
-#ifndef GAPF
-#define GAPF 1.0
-#endif
 
 /* How far the pairs across the blocks lab[0..n-1] lie above those within, on distances D: the
  * difference of the classes' means over its standard error, on their pooled variance; -INFINITY
@@ -43,7 +40,7 @@ int ts_linkage_partition(const double *D, int n, int min_block, int *lab)
         return -1;
     }
     memcpy(L, D, sizeof(double) * nn);
-    /* Average linkage up to one block. Of the partitions on the way, each of 2 blocks or more
+    /* Average linkage down to two blocks. Of the partitions on the way, each of 2 blocks or more
      * whose every block holds min_block nodes, the one whose pairs across lie furthest above
      * those within (separation): the first such partition may split a child whose members'
      * first measurements fell apart (64 nodes in leaves of 8 over IPoIB: 2 pods of 16 at 3
