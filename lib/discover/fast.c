@@ -1970,24 +1970,31 @@ static int second_look(fast *F, walk *W, int r, level_gap *g, const indexed_meas
 
 /* ---- a small region's blocks, on the whole matrix ---- */
 
-/* The region's halves: D[i * nmem + j] each pair's first measurement's residual (found on),
- * Bsum and Bn the sum and count of its later ones' (tested on). 0 when a pair has none yet. */
+/* The region's halves for candidate `found`: D[i * nmem + j] the residual of each pair's
+ * found-th measurement (0: its first), its last when it has no more (found on), Bsum and Bn
+ * the sum and count of its others' (tested on). 0 when a pair has none yet. */
 static int split_halves(const fast *F, const int *mem, int nmem, const indexed_meas *x, long m,
-                        double *D, double *Bsum, int *Bn)
+                        int found, double *D, double *Bsum, int *Bn)
 {
     size_t nn = (size_t)nmem * (size_t)nmem;
     for (size_t e = 0; e < nn; e++)
-        D[e] = NAN;
+        D[e] = NAN, Bsum[e] = 0, Bn[e] = 0;
     for (int i = 0; i < nmem; i++)
         F->local[mem[i]] = i;
     /* x is in pair order, each pair's measurements in the order they were taken */
     for (long j = 0, e; j < m; j = e) {
         int a = F->local[x[j].a], b = F->local[x[j].b];
-        D[a * nmem + b] = D[b * nmem + a] = x[j].v - F->off[x[j].a] - F->off[x[j].b];
-        for (e = j + 1; e < m && x[e].key == x[j].key; e++) {
-            double r = x[e].v - F->off[x[e].a] - F->off[x[e].b];
-            Bsum[a * nmem + b] += r, Bn[a * nmem + b]++;
-            Bsum[b * nmem + a] += r, Bn[b * nmem + a]++;
+        for (e = j + 1; e < m && x[e].key == x[j].key; e++)
+            ;
+        long f = j + found < e ? j + found : e - 1;
+        for (long q = j; q < e; q++) {
+            double r = x[q].v - F->off[x[q].a] - F->off[x[q].b];
+            if (q == f) {
+                D[a * nmem + b] = D[b * nmem + a] = r;
+            } else {
+                Bsum[a * nmem + b] += r, Bn[a * nmem + b]++;
+                Bsum[b * nmem + a] += r, Bn[b * nmem + a]++;
+            }
         }
     }
     for (int i = 0; i < nmem; i++)
@@ -2001,8 +2008,8 @@ static int split_halves(const fast *F, const int *mem, int nmem, const indexed_m
  * level stood with nothing against them, so that more measurements at the same samples may
  * tell the nodes. The level and each pair of blocks at FALSE_SPLIT, over the looks a region
  * may take (every batch from its tournament proof to PARTITION_CYCLES cycles, at each sample
- * count) and over its pairs of blocks: they tell a split from a star and from blocks of one
- * child. A node's assignment at LOF_Z: a node in a wrong block has its pairs to its own block
+ * count, each of PARTITION_CYCLES candidates) and over its pairs of blocks: they tell a split
+ * from a star and from blocks of one child. A node's assignment at LOF_Z: a node in a wrong block has its pairs to its own block
  * above its pairs to its true one by a step, not by chance, so its assign_z lies a step's z
  * below 0, not at it. The signs against the blocks at LOF_Z (node_z, the most of nmem
  * nodes', at LOF_Z's chance over them). */
@@ -2011,8 +2018,8 @@ static int blocks_stand(const fast *F, region *R, int nmem, int c, const ts_bloc
     int cycle = nmem + (nmem & 1) - 1, stages = 1;
     for (int k = F->kfirst; k < F->kmax; k *= 2)
         stages++;
-    double looks = stages * (ceil((double)(PARTITION_CYCLES * cycle - tournament_proof(nmem)) /
-                                  BATCH) + 1);
+    double looks = PARTITION_CYCLES * stages *
+                   (ceil((double)(PARTITION_CYCLES * cycle - tournament_proof(nmem)) / BATCH) + 1);
     double z_level = -ts_normal_quantile(FALSE_SPLIT / looks);
     double z_apart = -ts_normal_quantile(FALSE_SPLIT / looks / (c * (c - 1) / 2));
     double z_node = -ts_normal_quantile(0.5 * erfc(LOF_Z / sqrt(2.0)) / nmem);
@@ -2028,12 +2035,18 @@ static int blocks_stand(const fast *F, region *R, int nmem, int c, const ts_bloc
  * classes' tails overlap, so that no cut on single pairs is significant, while the blocks its
  * children make stand out of the whole matrix (blocks.h; IPoIB, a pod of 16 nodes in leaves of
  * 4: the step about 2.5 times the noise of the minimum of 3, and no gap up to 48 samples per
- * pair, in every run). The blocks: average linkage on each pair's first measurement, its
+ * pair, in every run). The blocks: average linkage on one measurement of each pair, its
  * partition furthest apart of those whose blocks all hold STAR_CHILD nodes (the gap test's
  * floor: a child of 2 is not told from chance; ts_linkage_partition); tested on the pairs'
- * later measurements, they stand as the region's
+ * other measurements, they stand as the region's
  * children (blocks_stand), or R->blocks_seen says whether more measurements at the same
- * samples may tell them. *split: they stood. Returns TS_OK or TS_ENOMEM. */
+ * samples may tell them. *split: they stood. Returns TS_OK or TS_ENOMEM.
+ * The measurement found on is each pair's first, then (where those blocks do not stand) its
+ * second, and so on, up to PARTITION_CYCLES candidates, a pair's last where it has fewer: the
+ * blocks of one measurement put a node in a wrong block now and then (16 nodes in leaves of
+ * 4, 2.5 sd: 141 of 2000 partitions in t_blocks), and a region whose only candidate did never
+ * stood at those samples; its depth doubled them for all its regions (128 nodes over IPoIB:
+ * half the runs, at their pods). */
 static int partition_look(fast *F, region *R, const int *mem, int nmem, const indexed_meas *x,
                           long m, int *split)
 {
@@ -2047,14 +2060,24 @@ static int partition_look(fast *F, region *R, const int *mem, int nmem, const in
     size_t nn = (size_t)nmem * (size_t)nmem;
     double *D = malloc(sizeof(double) * nn), *Bsum = calloc(nn, sizeof(double));
     int *Bn = calloc(nn, sizeof(int)), *lab = malloc(sizeof(int) * (size_t)nmem);
-    int rc = D && Bsum && Bn && lab ? TS_OK : TS_ENOMEM, c = 0, tested = 0;
+    int rc = D && Bsum && Bn && lab ? TS_OK : TS_ENOMEM, c = 0, stand = 0, seen = 0;
     ts_blocks_test t;
-    if (rc == TS_OK && split_halves(F, mem, nmem, x, m, D, Bsum, Bn) &&
-        (c = ts_linkage_partition(D, nmem, STAR_CHILD, lab)) >= 2)
-        tested = ts_test_partition(lab, nmem, c, Bsum, Bn, &t);
-    if (c < 0 || tested < 0)
-        rc = TS_ENOMEM;
-    if (rc == TS_OK && tested > 0 && blocks_stand(F, R, nmem, c, &t)) {
+    /* candidate f: the blocks of each pair's f-th measurement, tested on its others */
+    for (int f = 0; rc == TS_OK && !stand && f < PARTITION_CYCLES; f++) {
+        int tested = 0;
+        if (!split_halves(F, mem, nmem, x, m, f, D, Bsum, Bn))
+            break;
+        if ((c = ts_linkage_partition(D, nmem, STAR_CHILD, lab)) >= 2)
+            tested = ts_test_partition(lab, nmem, c, Bsum, Bn, &t);
+        if (c < 0 || tested < 0)
+            rc = TS_ENOMEM;
+        else if (tested > 0) {
+            stand = blocks_stand(F, R, nmem, c, &t);
+            seen |= R->blocks_seen;
+        }
+    }
+    R->blocks_seen = seen;
+    if (rc == TS_OK && stand) {
         /* the blocks are the fragments, every pair of them apart */
         for (int i = 0; i < nmem; i++)
             F->uf[mem[i]] = mem[i];
