@@ -774,9 +774,10 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
  * 1024 nodes' probing time went in steps; with 8, every row of the bench's fat trees took
  * less time (medians, 128 nodes over IPoIB 0.067 s to 0.056, 300 runs; 1024 over kernel UDP
  * 0.085 to 0.065, over IPoIB 0.22 to 0.17); 16 cost the 128-node rows over kernel UDP and
- * RDMA again (0.028 s to 0.030, 0.0020 to 0.0031): a decision waits for its batch's end. A batch's size chosen from the
- * measured costs instead (twice the step's time in rounds) did no better than 8: its sizes
- * changed from batch to batch, and with them where a tournament's looks fell. */
+ * RDMA again (0.028 s to 0.030, 0.0020 to 0.0031): a decision waits for its batch's end. A
+ * batch's size chosen from the measured costs instead (twice the step's time in rounds) did
+ * no better than 8: its sizes changed from batch to batch, and with them where a tournament's
+ * looks fell. */
 static int measure_batch(fast *F, walk *W)
 {
     ts_stop_rule rule = F->e->rule;
@@ -2009,10 +2010,10 @@ static int split_halves(const fast *F, const int *mem, int nmem, const indexed_m
  * tell the nodes. The level and each pair of blocks at FALSE_SPLIT, over the looks a region
  * may take (every batch from its tournament proof to PARTITION_CYCLES cycles, at each sample
  * count, each of PARTITION_CYCLES candidates) and over its pairs of blocks: they tell a split
- * from a star and from blocks of one child. A node's assignment at LOF_Z: a node in a wrong block has its pairs to its own block
- * above its pairs to its true one by a step, not by chance, so its assign_z lies a step's z
- * below 0, not at it. The signs against the blocks at LOF_Z (node_z, the most of nmem
- * nodes', at LOF_Z's chance over them). */
+ * from a star and from blocks of one child. A node's assignment at LOF_Z: a node in a wrong
+ * block has its pairs to its own block above its pairs to its true one by a step, not by
+ * chance, so its assign_z lies a step's z below 0, not at it. The signs against the blocks
+ * at LOF_Z (node_z, the most of nmem nodes', at LOF_Z's chance over them). */
 static int blocks_stand(const fast *F, region *R, int nmem, int c, const ts_blocks_test *t)
 {
     int cycle = nmem + (nmem & 1) - 1, stages = 1;
