@@ -32,11 +32,11 @@ static double separation(const double *D, int n, const int *lab)
 int ts_linkage_partition(const double *D, int n, int min_block, int *lab)
 {
     size_t nn = (size_t)n * (size_t)n;
-    int *size = malloc(sizeof(int) * (size_t)n), *alive = malloc(sizeof(int) * (size_t)n);
-    int *cur = malloc(sizeof(int) * (size_t)n);
+    int *size = malloc(sizeof(int) * (size_t)n);
+    int *cur = malloc(sizeof(int) * (size_t)n);     /* a node's block: its first node */
     double *L = malloc(sizeof(double) * nn);        /* the blocks' distances as they merge */
-    if (!size || !alive || !cur || !L) {
-        free(size), free(alive), free(cur), free(L);
+    if (!size || !cur || !L) {
+        free(size), free(cur), free(L);
         return -1;
     }
     memcpy(L, D, sizeof(double) * nn);
@@ -48,25 +48,24 @@ int ts_linkage_partition(const double *D, int n, int min_block, int *lab)
     int under = 0, c = n, best_c = 0;   /* blocks below min_block nodes; blocks */
     double best = -INFINITY;
     for (int i = 0; i < n; i++) {
-        size[i] = 1, alive[i] = 1, cur[i] = i;
+        size[i] = 1, cur[i] = i;
         under += 1 < min_block;
     }
     while (c > 2) {
         int p = -1, q = -1;
         for (int i = 0; i < n; i++)
-            for (int j = i + 1; alive[i] && j < n; j++)
-                if (alive[j] && (p < 0 || L[i * n + j] < L[p * n + q]))
+            for (int j = i + 1; cur[i] == i && j < n; j++)
+                if (cur[j] == j && (p < 0 || L[i * n + j] < L[p * n + q]))
                     p = i, q = j;
         /* the merged block's distance to each other one: the mean over their pairs
          * (Lance-Williams) */
         for (int k = 0; k < n; k++)
-            if (alive[k] && k != p && k != q)
+            if (cur[k] == k && k != p && k != q)
                 L[p * n + k] = L[k * n + p] =
                     (size[p] * L[p * n + k] + size[q] * L[q * n + k]) / (size[p] + size[q]);
         under -= (size[p] < min_block) + (size[q] < min_block);
         size[p] += size[q];
         under += size[p] < min_block;
-        alive[q] = 0;
         c--;
         for (int i = 0; i < n; i++)
             if (cur[i] == q)
@@ -84,7 +83,7 @@ int ts_linkage_partition(const double *D, int n, int min_block, int *lab)
         for (int i = 0; i < n; i++)
             lab[i] = size[lab[i]];
     }
-    free(size), free(alive), free(cur), free(L);
+    free(size), free(cur), free(L);
     return best_c;
 }
 
