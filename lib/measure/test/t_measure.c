@@ -1,5 +1,7 @@
-/* One whole measurement (lib/measure/measure.c) on the simulator without jitter, so every
- * result is exact and the test cannot fail by chance: discovery gives the true tree, the link
+/* One whole measurement (lib/measure/measure.c) on the simulator, seeded, so the test cannot
+ * fail by chance (without jitter the rounds' load alone once set two leaves under a switch of
+ * their own in fast's tree, which the additive method's tree, without it, replaced: now a
+ * disagreement, partial): discovery gives the true tree, the link
  * stage identifies every link, the files written are the files rendered; with a known tree
  * PMM's plan replaces discovery; a budget too small for the link stage leaves the tree and says
  * partial. */
@@ -23,7 +25,7 @@ typedef struct bench {
     char **names;
 } bench;
 
-/* The 2-level, 4 x 4 fabric under the idealised Ethernet profile without jitter. */
+/* The 2-level, 4 x 4 fabric under the idealised Ethernet profile. */
 static int bench_up(bench *b, double budget_us, ts_error *err)
 {
     memset(b, 0, sizeof *b);
@@ -34,9 +36,6 @@ static int bench_up(bench *b, double budget_us, ts_error *err)
         rc = ts_model_params_profile(&p, "ethernet", err);
     if (rc != TS_OK)
         return rc;
-    p.jitter_sigma = 0;
-    p.jitter_exp_mean_us = 0;
-    p.outlier_prob = 0;
     rc = ts_model_realize(&b->model, &b->truth, &p, 1, NULL, 0, err);
     ts_model_params_free(&p);
     if (rc == TS_OK)
