@@ -14,6 +14,8 @@
  *               runs a round-robin tournament when small (every pair, the proof of a star) or
  *               random pairs when big. Each pair's estimate is the minimum of its samples: the
  *               noise of a round trip is one-sided (a tight lower tail, a long upper one).
+ *               A depth of big regions whose first batch shows that one sample per pair would
+ *               have read as the minimum did takes one from then on (one_sample_will_do).
  *  2. offsets   (fit_offsets) every host's offset, fitted on all pairs whose class is known
  *               (offsets.c): real hosts differ by more than a level step, so raw round trips
  *               cannot be compared; residuals v - off[a] - off[b] can.
@@ -127,6 +129,8 @@ typedef struct meas {
     int k;                  /* samples per pair it was taken with */
     int round;              /* the round that took it (F->rounds_stored, from 1) */
     double v;               /* the minimum of its samples, us */
+    float top, single;      /* taken with 3 samples: the largest, and one of the three as a
+                             * single sample would have read (NAN otherwise: one_sample_will_do) */
 } meas;
 
 /* What level_lack_of_fit measured besides its z score: what its power depends on. */
@@ -204,6 +208,7 @@ typedef struct fast {
     int n;
     int k;                  /* samples per pair at the current depth */
     int kfirst, kmax;       /* ... at first, and the most doubling takes it to ... */
+    int kchosen;            /* the caller chose the samples (no single-sample stage) */
     int kdeadline;          /* ... or, under a deadline, while its time allows (may_double) */
     double stage_start_us;  /* when the depth started at the current samples per pair */
     double round_us;        /* what a round of the last batch took (control step included) ... */
@@ -762,7 +767,18 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
             R->noise_sum += st[i].ci_us / F->ci_z;
             R->noise_n++;
         }
-        F->M[F->nm] = (meas){st[i].a, st[i].b, F->reg[st[i].a], F->k, F->rounds_stored, v};
+        F->M[F->nm] = (meas){st[i].a, st[i].b, F->reg[st[i].a], F->k, F->rounds_stored, v,
+                             NAN, NAN};
+        if (st[i].samples == 3 && F->k == 3 && F->est == TS_ESTIMATE_MIN) {
+            /* a stage of 3 (SAMPLES_FIRST) holds every sample: the least, the median and
+             * the rest of their sum */
+            double three[3] = {st[i].min_us, st[i].median_us,
+                               3 * st[i].mean_us - st[i].min_us - st[i].median_us};
+            uint64_t h = pair_key(st[i].a, st[i].b) * 0x9e3779b97f4a7c15ULL +
+                         (uint64_t)F->rounds_stored;
+            F->M[F->nm].top = (float)three[2];
+            F->M[F->nm].single = (float)three[(h >> 33) % 3];
+        }
         F->obs[F->nm++] = (ts_offset_obs){st[i].a, st[i].b, F->reg[st[i].a], v};
     }
     return TS_OK;
@@ -2588,6 +2604,77 @@ static int classify_batch(fast *F, const walk *W, long batch_first)
     return two_passes;
 }
 
+/* Whether single samples would have read this depth's first batch as its minima of 3 did:
+ * every open region big and cut, and its gap significant still with each near pair read at
+ * the largest of its three samples (meas.top; a far pair's samples lie above its minimum:
+ * the far class's floor stays). A single-sample stage holds many more near pairs than one
+ * batch: the largest of three samples per pair stands for the tail they reach. Where the load
+ * of the region's own far pairs lifts its far class far above the noise (the top of 1024
+ * nodes: some 100 us over kernel UDP and IPoIB, against a near pair's tail of 20-30 us), a
+ * round of one sample per pair costs a third of one of three (its slowest pair's three round
+ * trips). Returns 1, 0, or -1 when out of memory. */
+static int one_sample_will_do(const fast *F, const walk *W, long batch_first)
+{
+    int nr = W->last - W->first, open = 0, will = 1;
+    pair_resid *x = malloc(sizeof *x * (size_t)(F->nm - batch_first + 1));
+    if (!x)
+        return -1;
+    for (int r = 0; r < nr && will; r++) {
+        const region *R = &F->R[W->first + r];
+        if (R->state != OPEN)
+            continue;
+        open++;
+        if (!R->has_cut || R->nmem <= STAR_PROOF_MAX) {
+            will = 0;
+            break;
+        }
+        long m = 0, near = 0;
+        double near_top = -INFINITY, far_low = INFINITY;
+        for (long j = batch_first; j < F->nm && will; j++) {
+            const meas *q = &F->M[j];
+            if (q->reg != W->first + r || q->k != F->k)
+                continue;
+            if (isnan(q->top)) {
+                will = 0;
+                break;
+            }
+            double off = F->off[q->a] + F->off[q->b], v = q->v - off;
+            if (v > R->far_lo - R->gap_us && v < R->far_lo)
+                continue;       /* a straggler in the gap: neither class */
+            if (v < R->far_lo) {
+                v = q->top - off;
+                near++;
+                near_top = v > near_top ? v : near_top;
+            } else {
+                far_low = v < far_low ? v : far_low;
+            }
+            x[m++].r = v;
+        }
+        if (!will || near < 2 || !(near_top < far_low)) {
+            will = 0;
+            break;
+        }
+        qsort(x, (size_t)m, sizeof *x, cmp_pair_resid);
+        will = gap_margin(x, near, 0, m) >= log((double)m) - log(FALSE_SPLIT);
+    }
+    free(x);
+    return will && open > 0;
+}
+
+/* The depth's measurements so far read as single samples (meas.single), and its next
+ * batches take one sample per pair. */
+static void take_one_sample(fast *F, const walk *W)
+{
+    for (long j = F->depth_first_meas; j < F->nm; j++) {
+        meas *q = &F->M[j];
+        if (q->reg < W->first || q->reg >= W->last || q->k != F->k || isnan(q->single))
+            continue;
+        q->v = F->obs[j].v = q->single;
+        q->k = 1;
+    }
+    F->k = 1;
+}
+
 static int decide_depth(fast *F, walk *W, long batch_first)
 {
     int nr = W->last - W->first, rc = TS_OK, escalate = 0;
@@ -2648,8 +2735,15 @@ static int decide_depth(fast *F, walk *W, long batch_first)
                 R->noise_n = 0;
             }
         }
+        /* from single samples back to the first count, the offsets they fitted forgotten
+         * (each host's took its own draws: a fit carried on from them fell short) */
+        if (F->k < F->kfirst)
+            for (int i = 0; i < F->n; i++)
+                if (F->reg[i] >= W->first && F->R[F->reg[i]].state == OPEN)
+                    F->off[i] = F->depth > 0 ? F->prior[i] : 0;
         int most = F->k < F->kmax ? F->kmax : F->kdeadline;
-        F->k = 2 * F->k < most ? 2 * F->k : most;
+        int next = F->k < F->kfirst ? F->kfirst : 2 * F->k;
+        F->k = next < most ? next : most;
         F->stage_start_us = ts_probe_now(F->e);
     }
     free(K.par);
@@ -2671,7 +2765,7 @@ static int run_depth(fast *F, walk *W)
     }
     if ((rc = clear_separations(F)) != TS_OK)
         return rc;
-    for (;;) {
+    for (int first_batch = 1;;) {
         group_by_region(F, W);
         int active = 0, nr = W->last - W->first;
         memset(W->np, 0, sizeof W->np);
@@ -2685,6 +2779,14 @@ static int run_depth(fast *F, walk *W)
         group_by_region(F, W);
         if ((rc = decide_depth(F, W, batch_first)) != TS_OK)
             return rc;
+        if (first_batch && !F->kchosen && F->k == F->kfirst) {
+            int will = one_sample_will_do(F, W, batch_first);
+            if (will < 0)
+                return TS_ENOMEM;
+            if (will)
+                take_one_sample(F, W);
+        }
+        first_batch = 0;
     }
 }
 
@@ -3133,7 +3235,7 @@ static int confirm_rounds(fast *F, walk *W, const int *live, int nlive, int k, i
             }
             F->obs[F->nm] = (ts_offset_obs){W->st[i].a, W->st[i].b, -1, 0};
             F->M[F->nm++] = (meas){W->st[i].a, W->st[i].b, 0, k, F->rounds_stored + 1,
-                                   ts_pair_estimate(&W->st[i], F->est)};
+                                   ts_pair_estimate(&W->st[i], F->est), NAN, NAN};
         }
     }
     return rc;
@@ -3283,6 +3385,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     if (F.kmax > TS_SAMPLES_MAX)
         F.kmax = TS_SAMPLES_MAX;
     F.kdeadline = e->samples_max > 0 ? F.kmax : TS_SAMPLES_MAX;
+    F.kchosen = e->samples_first > 0;
     F.k = F.kfirst;
     F.least_step_us = e->least_level_step_us > 0 ? e->least_level_step_us : LEVEL_STEP_FLOOR_US;
     F.est = e->estimator == TS_ESTIMATE_MEAN ? TS_ESTIMATE_MEAN : TS_ESTIMATE_MIN;

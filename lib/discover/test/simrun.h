@@ -45,6 +45,9 @@ static double simrun_least_step_us;
 /* the most samples per pair the next runs' methods take (ts_probe_engine.samples_max; 0: each
  * method's own) */
 static int simrun_samples_max;
+/* the samples per pair the next runs' methods take first (ts_probe_engine.samples_first; 0:
+ * each method's own) */
+static int simrun_samples_first;
 
 /* Nodes hanging from the switch that node `node` hangs from in t. */
 static int siblings_of(const ts_utree *t, int node)
@@ -81,6 +84,7 @@ static run simulate_method_params(discover_fn discover, const char *what, ts_fab
         e.plan_seed = simrun_plan_seed;
         e.least_level_step_us = simrun_least_step_us;
         e.samples_max = simrun_samples_max;
+        e.samples_first = simrun_samples_first;
     }
     if (r.rc != TS_OK) {
         diag("setup: %s", err.text);
