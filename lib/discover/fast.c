@@ -209,6 +209,7 @@ typedef struct fast {
     int k;                  /* samples per pair at the current depth */
     int kfirst, kmax;       /* ... at first, and the most doubling takes it to ... */
     int kchosen;            /* the caller chose the samples (no single-sample stage) */
+    int one_sample_depth;   /* the last depth took one sample per pair (take_one_sample) */
     int kdeadline;          /* ... or, under a deadline, while its time allows (may_double) */
     double stage_start_us;  /* when the depth started at the current samples per pair */
     double round_us;        /* what a round of the last batch took (control step included) ... */
@@ -2673,6 +2674,7 @@ static void take_one_sample(fast *F, const walk *W)
         q->k = 1;
     }
     F->k = 1;
+    F->one_sample_depth = 1;
 }
 
 static int decide_depth(fast *F, walk *W, long batch_first)
@@ -2762,6 +2764,12 @@ static int run_depth(fast *F, walk *W)
     if (F->depth > 0) {
         memcpy(F->prior, F->off, sizeof(double) * (size_t)F->n);
         memcpy(F->prior_w, F->weight, sizeof(double) * (size_t)F->n);
+        /* offsets fitted on single samples took each host's own draws: no prior for the
+         * depth below (carried, a pod's cut never stood, up to 48 samples per pair: 3 of 300
+         * runs of the bench's shuffled 128-node fat trees partial, the whole tree unresolved) */
+        if (F->one_sample_depth)
+            memset(F->prior_w, 0, sizeof(double) * (size_t)F->n);
+        F->one_sample_depth = 0;
     }
     if ((rc = clear_separations(F)) != TS_OK)
         return rc;
