@@ -868,7 +868,64 @@ static void usage(FILE *out)
             "  --spin-us US       poll instead of sleeping this long before a due time (default 50)\n"
             "  --rt PRIO          run with SCHED_FIFO priority PRIO (0 = normal scheduling)\n"
             "  --cpu N            run on CPU N only (default: wherever the scheduler puts it)\n"
-            "  --pm-qos           hold /dev/cpu_dma_latency at 0 while running (machine-wide)\n");
+            "  --pm-qos           hold /dev/cpu_dma_latency at 0 while running (machine-wide)\n"
+            "  --keep-awake CPUS  keep CPUS (e.g. 0,1 or 0-3) out of their idle state while running:\n"
+            "                     one spinning process of the idle scheduling class on each\n");
+}
+
+/* Where the kernel has no cpuidle driver, as in a virtual machine's guest (Firecracker's, say),
+ * an idle CPU halts whatever /dev/cpu_dma_latency asks, and every wake-up of a halted virtual
+ * CPU is a VM exit of tens of microseconds: measured on such a guest, 8 nodes at 200 us per
+ * link, a same-leaf round trip (800 us through the fabric) took 930-970 us at the median and
+ * 970-1600 us at the 90th percentile; with both CPUs kept awake 858-884 and 874-907. A process
+ * of the SCHED_IDLE class spinning on each CPU keeps it running: any other process that wakes
+ * there preempts it at once, and it dies with the emulator (PR_SET_PDEATHSIG). Forked before
+ * the emulator opens anything, so it holds no TAP device or socket. */
+static int parse_cpu_list(const char *s, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    while (*s) {
+        char *end;
+        long lo = strtol(s, &end, 10), hi = lo;
+        if (end == s || lo < 0 || lo >= CPU_SETSIZE)
+            return -1;
+        if (*end == '-') {
+            s = end + 1;
+            hi = strtol(s, &end, 10);
+            if (end == s || hi < lo || hi >= CPU_SETSIZE)
+                return -1;
+        }
+        if (*end != ',' && *end != '\0')
+            return -1;
+        s = *end ? end + 1 : end;
+        for (long cpu = lo; cpu <= hi; cpu++)
+            CPU_SET((int)cpu, set);
+    }
+    return CPU_COUNT(set) > 0 ? 0 : -1;
+}
+
+static void keep_awake(const cpu_set_t *cpus)
+{
+    pid_t parent = getpid();
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, cpus) || fork() != 0)
+            continue;   /* a failed fork costs accuracy, not correctness */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent)
+            _exit(0);
+        prctl(PR_SET_NAME, "fabemu-awake", 0, 0, 0);
+        int devnull = open("/dev/null", O_RDWR);
+        for (int fd = 0; fd < 3 && devnull >= 0; fd++)
+            dup2(devnull, fd);
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        struct sched_param sp = {.sched_priority = 0};
+        if (sched_setaffinity(0, sizeof one, &one) < 0 || sched_setscheduler(0, SCHED_IDLE, &sp) < 0)
+            _exit(1);
+        for (;;)
+            __asm__ __volatile__("" ::: "memory");
+    }
 }
 
 static int load(emu *e, const char *fabric, const char *params, const char *profile, ts_error *err)
@@ -892,7 +949,7 @@ int main(int argc, char **argv)
 
     static emu e;
     const char *fabric = NULL, *params = NULL, *profile = "ethernet", *ctl = NULL;
-    const char *prefix = "tsb";
+    const char *prefix = "tsb", *awake_cpus = NULL;
     int list_nodes = 0, ctl_port = 1, rt = 0, pm_qos = 0, cpu = -1;
     /* 1 MiB: 16 round trips' worth of a 500 Mbit/s link at the testbed's ~1 ms, as a data-centre
      * switch's few MB per 100 Gbit/s port are to its 10 us round trips. 256 KiB (29 jumbo
@@ -903,7 +960,7 @@ int main(int argc, char **argv)
     ts_error_clear(&err);
     e.seed = 0;
     enum { O_FABRIC = 256, O_PARAMS, O_PROFILE, O_SEED, O_INJECT, O_JITTER, O_PREFIX, O_NOCTL,
-           O_CTL, O_SPIN, O_RT, O_CPU, O_PMQOS, O_LIST, O_QUEUE, O_HELP };
+           O_CTL, O_SPIN, O_RT, O_CPU, O_PMQOS, O_LIST, O_QUEUE, O_AWAKE, O_HELP };
     static const struct option opts[] = {
         {"fabric", required_argument, 0, O_FABRIC},   {"params", required_argument, 0, O_PARAMS},
         {"profile", required_argument, 0, O_PROFILE}, {"fabric-seed", required_argument, 0, O_SEED},
@@ -913,6 +970,7 @@ int main(int argc, char **argv)
         {"rt", required_argument, 0, O_RT},           {"queue-kb", required_argument, 0, O_QUEUE},
         {"pm-qos", no_argument, 0, O_PMQOS},          {"list-nodes", no_argument, 0, O_LIST},
         {"cpu", required_argument, 0, O_CPU},         {"help", no_argument, 0, O_HELP},
+        {"keep-awake", required_argument, 0, O_AWAKE},
         {0, 0, 0, 0}};
     int c;
     char *end;
@@ -947,6 +1005,7 @@ int main(int argc, char **argv)
             break;
         case O_QUEUE: queue_kb = strtod(optarg, NULL); break;
         case O_PMQOS: pm_qos = 1; break;
+        case O_AWAKE: awake_cpus = optarg; break;
         case O_LIST: list_nodes = 1; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -968,6 +1027,13 @@ int main(int argc, char **argv)
             printf("%s\n", e.f.v[e.f.node_vertex[i]].name);
         return 0;
     }
+    cpu_set_t awake;
+    if (awake_cpus && parse_cpu_list(awake_cpus, &awake) < 0) {
+        fprintf(stderr, "toposcope-fabemu: --keep-awake %s: give CPUs as 0,1 or 0-3\n", awake_cpus);
+        return 2;
+    }
+    if (awake_cpus)
+        keep_awake(&awake);
     e.ninitial = e.nfaults;
     e.spin_ns = (uint64_t)(spin_us * 1000);
     e.queue_bytes = (uint64_t)(queue_kb * 1024);
