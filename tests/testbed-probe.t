@@ -236,6 +236,15 @@ r1=$(field "$(tb_agent_spool 611 node1)/status.yaml" reason)
 [ "$(statuses 611 "$N8" | grep -vc ":$s1\$")" -eq 0 ] &&
   { [ "$s1" = measured ] || { [ "$s1" = partial ] && [[ "$r1" == *unresolved* ]]; }; }
 ok $? "prolog mode, 8 nodes, 3 levels: one status on every node, measured or partial for an unresolved switch ($s1${r1:+: $r1})"
+# The links' bounds here come from this case's own spread (tests/testbed/accuracy with
+# ACCURACY_NODES=node1,...,node8 on fabric16, 120 prolog-mode jobs back to back on a 2-core
+# guest without a cpuidle driver, 2026-11-30): a link of these 8 nodes is measured by few
+# pairs, and the worst uplink error per job had a median of 4-5 %, a 90th percentile of
+# 8-9.5 % and a largest of 14.1 %; 4 of 120 jobs were past 10 % (one CI run failed on two jobs
+# in a row at 13 %). The worst access error: largest 9.4 %. At 20 % and 15 % the tail's
+# slope (the share past a bound halving every 2 points) puts one job past either below 0.2 %,
+# and a check fails only when a second job is past too.
+export UPLINK_TOL=0.20 ACCESS_TOL=0.15
 job=611
 if links_past "$(tb_agent_spool 611 node1)" "$FABRIC"; then
   echo "# prolog mode, 8 nodes, 3 levels: job 611 had a link past the bound (load $(loadavg)); measuring again as job 612"
@@ -247,6 +256,7 @@ if links_past "$(tb_agent_spool 611 node1)" "$FABRIC"; then
 fi
 check_exact $job "$N8" "$FABRIC" "prolog mode, 8 nodes, 3 levels"
 timings "$(tb_agent_spool $job node1)/status.yaml" "prolog mode, 8 nodes, 3 levels"
+unset UPLINK_TOL ACCESS_TOL
 
 # ---- 16 nodes, 3 levels, 12 us per link: real networks' signal-to-noise -------------------------
 # The step as a user runs it, at the low signal-to-noise of tests/testbed-agents.t (a level step
