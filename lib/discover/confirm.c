@@ -563,3 +563,125 @@ double ts_confirm_noise(const ts_confirm_meas *m, long nm, int set, long min_pai
     free(d);
     return s;
 }
+
+/* ---- where a guess disagrees with a flat tree ---- */
+
+static int below_or_at(const ts_utree *t, int v, int u)
+{
+    for (; v != TS_NONE; v = t->parent[v])
+        if (v == u)
+            return 1;
+    return 0;
+}
+
+static int common_ancestor(const ts_utree *t, const int *depth, int a, int b)
+{
+    while (depth[a] > depth[b])
+        a = t->parent[a];
+    while (depth[b] > depth[a])
+        b = t->parent[b];
+    while (a != b)
+        a = t->parent[a], b = t->parent[b];
+    return a;
+}
+
+int ts_flat_doubts(const ts_utree *flat, const ts_utree *guess, const unsigned char *live, int n,
+                   int *leaf, unsigned char *doubt, ts_flat_doubt *d)
+{
+    int nv = guess->nvert, nf = flat->nvert;
+    d->top = d->whole = 0;
+    int *gv = malloc(sizeof(int) * ((size_t)n + 1)), *size = calloc((size_t)nf + 1, sizeof(int));
+    int *lca = malloc(sizeof(int) * ((size_t)nf + 1)), *one = malloc(sizeof(int) * ((size_t)nv + 1));
+    int *cnt = calloc((size_t)nv + 1, sizeof(int)), *whole_below = calloc((size_t)nv + 1, sizeof(int));
+    int *depth = malloc(sizeof(int) * ((size_t)nv + 1));
+    unsigned char *cut = calloc((size_t)nv + 1, 1), *made = calloc((size_t)nf + 1, 1);
+    int rc = gv && size && lca && one && cnt && whole_below && depth && cut && made ? TS_OK : TS_ENOMEM;
+    if (rc != TS_OK)
+        goto out;
+    memset(doubt, 0, (size_t)nf);
+    /* 1. each live node's leaf in flat and its vertex in the guess */
+    for (int i = 0; i < n; i++)
+        leaf[i] = gv[i] = -1;
+    for (int v = 0; v < nf; v++) {
+        int x = flat->node[v];
+        if (x != TS_NONE && x >= 0 && x < n && live[x] && flat->parent[v] != TS_NONE)
+            leaf[x] = flat->parent[v], size[flat->parent[v]]++;
+    }
+    for (int v = 0; v < nv; v++)
+        if (guess->node[v] != TS_NONE && guess->node[v] >= 0 && guess->node[v] < n)
+            gv[guess->node[v]] = v;
+    int nlive = 0, nleaves = 0;
+    for (int i = 0; i < n; i++) {
+        d->whole |= leaf[i] >= 0 && gv[i] < 0;
+        nlive += leaf[i] >= 0;
+    }
+    if (d->whole)
+        goto out;
+    for (int v = 0; v < nv; v++) {
+        depth[v] = 0;
+        for (int u = guess->parent[v]; u != TS_NONE; u = guess->parent[u])
+            depth[v]++;
+        one[v] = -1;
+    }
+    /* 2. each leaf's common ancestor in the guess; below each guess switch: how many live
+     * nodes, whether of one leaf (one), whether a leaf is only partly there (cut), and how
+     * many leaves lie there whole */
+    for (int v = 0; v < nf; v++)
+        lca[v] = -1;
+    for (int i = 0; i < n; i++)
+        if (leaf[i] >= 0)
+            lca[leaf[i]] = lca[leaf[i]] < 0 ? gv[i] : common_ancestor(guess, depth, lca[leaf[i]], gv[i]);
+    for (int i = 0; i < n; i++) {
+        if (leaf[i] < 0)
+            continue;
+        int L = leaf[i], above = lca[L] == gv[i];
+        for (int u = guess->parent[gv[i]]; u != TS_NONE; u = guess->parent[u]) {
+            above |= u == lca[L];
+            cnt[u]++;
+            one[u] = one[u] == -1 || one[u] == L ? L : -2;
+            cut[u] |= !above;
+        }
+    }
+    for (int L = 0; L < nf; L++)
+        if (size[L] > 0) {
+            nleaves++;
+            for (int u = lca[L]; u != TS_NONE; u = guess->parent[u])
+                whole_below[u]++;
+        }
+    /* 3. each group of the guess read */
+    for (int u = 0; u < nv && !d->whole; u++) {
+        if (guess->node[u] != TS_NONE || guess->parent[u] == TS_NONE || cnt[u] == 0 || cnt[u] == nlive)
+            continue;
+        if (one[u] >= 0) {
+            if (cnt[u] == size[one[u]])
+                made[one[u]] = 1;
+            else if (cnt[u] >= 2)
+                doubt[one[u]] = 1;
+        } else if (cut[u]) {
+            d->whole = 1;
+        } else if (whole_below[u] == nleaves - 1) {   /* the other side: one leaf, whole */
+            for (int L = 0; L < nf; L++)
+                if (size[L] > 0 && !below_or_at(guess, lca[L], u))
+                    made[L] = 1;
+        } else {
+            d->top = 1;
+        }
+    }
+    int left = 0;
+    for (int L = 0; L < nf; L++) {
+        d->top |= size[L] >= 2 && !made[L];
+        left += size[L] > 0 && !doubt[L];
+    }
+    d->whole |= d->top && left < 2;
+out:
+    free(gv);
+    free(size);
+    free(lca);
+    free(one);
+    free(cnt);
+    free(whole_below);
+    free(depth);
+    free(cut);
+    free(made);
+    return rc;
+}

@@ -56,4 +56,22 @@ int ts_confirm_splits(ts_utree *t, int nnodes, const ts_confirm_meas *m, long nm
  * are adjacent, each pair with a < b. NAN when fewer than min_pairs differences. */
 double ts_confirm_noise(const ts_confirm_meas *m, long nm, int set, long min_pairs);
 
+/* How a guessed tree disagrees with a flat one (flat: its leaf switches straight under its
+ * top; both over nodes 0..n-1, live[i] the nodes to read), each group of the guess (the nodes
+ * below one of its switches: one side of a split) read against flat's leaves:
+ *  - two or more of one leaf's nodes, not all: a level inside that leaf; the leaf in doubt;
+ *  - several leaves whole, or a leaf of two or more nodes that no group makes (nor its
+ *    complement): how the leaves group under the top is in doubt (top), not what they hold;
+ *  - a group that cuts a leaf and holds nodes of another: the whole tree in doubt (whole), as
+ *    when fewer than two leaves are left out of doubt to place the top's doubt, or the guess
+ *    lacks a live node.
+ * leaf[i] gets each live node's leaf switch (a vertex of flat), -1 for the others; doubt[v]
+ * (flat->nvert of them) 1 for a leaf in doubt. Returns TS_OK or TS_ENOMEM. */
+typedef struct ts_flat_doubt {
+    int top;
+    int whole;
+} ts_flat_doubt;
+int ts_flat_doubts(const ts_utree *flat, const ts_utree *guess, const unsigned char *live, int n,
+                   int *leaf, unsigned char *doubt, ts_flat_doubt *d);
+
 #endif

@@ -252,6 +252,7 @@ typedef struct fast {
     int *apart;             /* fragment root -> how many fragments F->far has it apart from */
     int *ambiguous;         /* a node of each unresolved region, for the report */
     int nambiguous, capambiguous;
+    unsigned char *grouping_only;  /* per ambiguous switch: only its children's grouping in doubt */
     int *unresolved_of;     /* per node: the unresolved region holding it (its outermost), or -1 */
     ts_split_set own_splits; /* fast's own splits, where the guess only refines its tree: none
                               * of them may be contracted unmarked (confirm_guess) */
@@ -2835,18 +2836,30 @@ static int run_depth(fast *F, walk *W)
 
 /* ---- the tree ---- */
 
-static int note_unresolved(fast *F, int node)
+/* A switch unresolved, named by a node hanging from it (grouping_only: the switch over the
+ * nodes whose unresolved_of names it, and only how its children group is in doubt). */
+static int note_doubt(fast *F, int node, int grouping_only)
 {
     if (F->nambiguous == F->capambiguous) {
         int cap = F->capambiguous ? 2 * F->capambiguous : 8;
         int *a = realloc(F->ambiguous, sizeof(int) * (size_t)cap);
-        if (!a)
+        if (a)
+            F->ambiguous = a;
+        unsigned char *g = realloc(F->grouping_only, (size_t)cap);
+        if (g)
+            F->grouping_only = g;
+        if (!a || !g)
             return TS_ENOMEM;
-        F->ambiguous = a;
         F->capambiguous = cap;
     }
+    F->grouping_only[F->nambiguous] = (unsigned char)grouping_only;
     F->ambiguous[F->nambiguous++] = node;
     return TS_OK;
+}
+
+static int note_unresolved(fast *F, int node)
+{
+    return note_doubt(F, node, 0);
 }
 
 /* Half the round trip at which the region's switch joins its nodes: a rough height, so the
@@ -3081,6 +3094,45 @@ static int same_partition(const int *a, const int *b, int n, const unsigned char
     return same;
 }
 
+/* Where the additive method's tree disagrees with fast's flat one (every region resolved,
+ * leaf switches straight under the top): the doubt where it lies (ts_flat_doubts), noted as
+ * unresolved regions: one per leaf in doubt (its switch and what it holds), and one over the
+ * leaves left whole whose grouping under the top is in doubt (the top switch alone:
+ * grouping_only). Before, any disagreement left the whole tree in doubt: over IPoIB, 16 pods
+ * of 4 leaves of 2 nodes (each pod a star, its leaves below what the gap test tells from
+ * chance), whose guess put half the nodes straight under the top, compared no link at all;
+ * now the pods' 128 links to their nodes are compared, not their uplinks. */
+static int locate_doubts(fast *F, const ts_utree *flat, const ts_utree *guess, const unsigned char *live)
+{
+    int *leaf = malloc(sizeof(int) * (size_t)F->n), *slot = malloc(sizeof(int) * (size_t)flat->nvert);
+    unsigned char *doubt = malloc((size_t)flat->nvert);
+    ts_flat_doubt d = {0, 0};
+    int rc = leaf && slot && doubt ? ts_flat_doubts(flat, guess, live, F->n, leaf, doubt, &d) : TS_ENOMEM;
+    int seen = rc == TS_OK && (d.whole || d.top);
+    for (int v = 0; rc == TS_OK && v < flat->nvert; v++) {
+        slot[v] = -1;
+        seen |= doubt[v];
+    }
+    /* a disagreement no group shows (a switch of the guess over a single node): everywhere */
+    d.whole |= rc == TS_OK && !seen;
+    int top_slot = -1;
+    for (int i = 0; rc == TS_OK && i < F->n; i++) {
+        if (leaf[i] < 0 || F->unresolved_of[i] >= 0)
+            continue;
+        int in_leaf = doubt[leaf[i]];
+        int *region_of = d.whole ? &top_slot : in_leaf ? &slot[leaf[i]] : d.top ? &top_slot : NULL;
+        if (!region_of)
+            continue;
+        if (*region_of < 0 && (rc = note_doubt(F, i, !d.whole && !in_leaf)) == TS_OK)
+            *region_of = F->nambiguous - 1;
+        F->unresolved_of[i] = *region_of;
+    }
+    free(leaf);
+    free(slot);
+    free(doubt);
+    return rc;
+}
+
 static int hand_over_irregular(fast *F, int *replaced)
 {
     *replaced = 0;
@@ -3125,7 +3177,7 @@ static int hand_over_irregular(fast *F, int *replaced)
         F->e->partial = 1;
         rc = TS_OK;
     }
-    int refined = 0;
+    int refined = 0, located = 0;
     if (rc == TS_OK && *replaced && !resolved && own.nvert > 0)
         rc = ts_split_set_of(&own, &F->own_splits);
     if (rc == TS_OK && *replaced && !resolved && own.nvert > 0) {
@@ -3150,7 +3202,8 @@ static int hand_over_irregular(fast *F, int *replaced)
      * when only a flat tree was held to fast's splits), and now and then leaves a leaf switch
      * out, its nodes under the top switch, a leaf group still (8 leaves of 16 nodes over
      * kernel UDP: 4 wrong trees in 60 runs, measured, when only more splits were). Where the
-     * two disagree, neither is trusted and the result is partial; the tree is fast's flat one,
+     * two disagree, neither is trusted and the result is partial, the doubt where the two
+     * differ (locate_doubts); the tree is fast's flat one,
      * every split of it significant (the guess's, contracted where fast's round trips do not
      * confirm it, grouped 8 leaves of 8 nodes over kernel UDP into groups of no leaf, leaf ARI
      * 0.45, in 17 of 30 runs). */
@@ -3169,7 +3222,12 @@ static int hand_over_irregular(fast *F, int *replaced)
                 for (int i = 0; i < F->n && same > 0; i++)
                     if (live[i])
                         same = 0, node = i;
-            rc = same < 0 ? TS_ENOMEM : same ? TS_OK : note_unresolved(F, node);
+            if (same < 0)
+                rc = TS_ENOMEM;
+            else if (!same && lv == 1)      /* fast's tree stays, its doubts where they lie */
+                rc = locate_doubts(F, &own, F->t, live), located = 1;
+            else if (!same)
+                rc = note_unresolved(F, node);
             if (rc == TS_OK && !same && lv == 1) {
                 ts_utree_free(F->t);
                 *F->t = own;
@@ -3183,7 +3241,7 @@ static int hand_over_irregular(fast *F, int *replaced)
     ts_split_set_free(&fast_splits);
     /* a guess that replaced fast's tree where it left something unresolved is uncertain
      * everywhere: one region of every node */
-    if (rc == TS_OK && *replaced && !refined && F->nambiguous > 0)
+    if (rc == TS_OK && *replaced && !refined && !located && F->nambiguous > 0)
         for (int i = 0; i < F->n; i++)
             F->unresolved_of[i] = live[i] ? 0 : -1;
     free(before);
@@ -3392,6 +3450,8 @@ static int report_outcome(fast *F, ts_infer_report *rep, int replaced)
     rep->ambiguous = F->ambiguous;
     rep->nambiguous = F->nambiguous;
     F->ambiguous = NULL;
+    rep->grouping_only = F->grouping_only;
+    F->grouping_only = NULL;
     if (F->nambiguous > 0) {
         rep->unresolved_of = F->unresolved_of;
         F->unresolved_of = NULL;
@@ -3496,6 +3556,7 @@ int ts_discover_fast(ts_probe_engine *e, ts_utree *tree, ts_infer_report *rep, t
     free(F.M);
     free(F.obs);
     free(F.ambiguous);
+    free(F.grouping_only);
     free(F.unresolved_of);
     ts_split_set_free(&F.own_splits);
     if (rc != TS_OK) {

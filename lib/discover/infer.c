@@ -20,6 +20,8 @@ void ts_infer_report_free(ts_infer_report *r)
     r->nambiguous = 0;
     free(r->unresolved_of);
     r->unresolved_of = NULL;
+    free(r->grouping_only);
+    r->grouping_only = NULL;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -103,17 +103,21 @@ static void mark_below(ts_fabric *tree, int v)
 static void mark_unresolved(ts_fabric *tree, const ts_infer_report *rep, char *const *names, int nnodes)
 {
     for (int i = 0; i < rep->nambiguous; i++) {
+        int alone = rep->grouping_only && rep->grouping_only[i];
         int v = node_vertex(tree, names, nnodes, rep->ambiguous[i]);
-        if (v != TS_NONE && tree->v[v].parent != TS_NONE)
+        if (!alone && v != TS_NONE && tree->v[v].parent != TS_NONE)
             tree->v[tree->v[v].parent].unresolved = 1;
         if (!rep->unresolved_of)
             continue;
-        /* the region's whole subtree: the common ancestor of its nodes and every switch below */
+        /* the region's whole subtree: the common ancestor of its nodes and every switch below;
+         * where only its children's grouping is in doubt, that ancestor alone */
         int top = TS_NONE;
         for (int x = 0; x < nnodes; x++)
             if (rep->unresolved_of[x] == i && (v = node_vertex(tree, names, nnodes, x)) != TS_NONE)
                 top = top == TS_NONE ? tree->v[v].parent : ts_fabric_lca(tree, top, v);
-        if (top != TS_NONE)
+        if (top != TS_NONE && alone)
+            tree->v[top].unresolved = 1;
+        else if (top != TS_NONE)
             mark_below(tree, top);
     }
 }

@@ -33,6 +33,9 @@ typedef struct ts_infer_report {
     int *unresolved_of;      /* per node index (malloc'd, or NULL): the ambiguous switch whose
                               * region holds it, or -1. Whatever the tree shows inside a region
                               * is a guess that may miss levels; NULL: only the named switches */
+    unsigned char *grouping_only; /* per ambiguous switch (malloc'd, or NULL: none): 1 where only
+                              * how its children group is in doubt, not what lies inside them
+                              * (the switch alone is unresolved, not those below it) */
     int rechecked;           /* pairs measured again because a split rested on them alone */
     /* Switches found without children (stars; the fast method): a level step the data could
      * have missed with probability 10 % at most is below the coarsest resolution, us (0: no
