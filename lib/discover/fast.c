@@ -2369,8 +2369,8 @@ static int hidden_child(const region *R)
  * any real fabric's adds (LEVEL_STEP_FLOOR_US). Until then the region's tournament goes on at
  * the same samples where PARTITION_CYCLES cycles of it would power the test (star_would_see):
  * a stage started over with twice the samples drops every measurement taken so far, and a
- * round of twice the samples costs 1.5-1.8 times as much (1024 nodes over IPoIB: 0.109 s to
- * 0.074, medians of 20 runs); otherwise it is measured again with twice the samples. A star
+ * round of twice the samples costs 1.5-1.8 times as much (1024 nodes over IPoIB: 0.097 s to
+ * 0.061, medians of 100 runs); otherwise it is measured again with twice the samples. A star
  * still too coarse at F->kmax stands, but unpowered: the result is partial, with the
  * resolution as what could not be excluded. */
 static void settle_star(fast *F, region *R, int *escalate)
@@ -2456,9 +2456,14 @@ static void settle_region(fast *F, region *R, int *escalate)
     int unsure = small ? R->lof_z > LOF_Z : R->best_share >= 0.5;
     if (!small && unsure && R->rounds < BIG_ROUNDS_UNSURE)
         return;
-    /* blocks seen on the whole matrix, not yet told apart node by node: the tournament goes on
-     * at the same samples, whose every cycle adds a held-out measurement to each pair */
-    if (small && R->blocks_seen && R->tour < PARTITION_CYCLES * (R->nmem + (R->nmem & 1) - 1))
+    /* blocks seen on the whole matrix, not yet told apart node by node, or a star's lack of
+     * fit without blocks: the tournament goes on at the same samples, whose every cycle adds a
+     * held-out measurement to each pair, and the star test weighs them all (a stage started
+     * over with twice the samples drops them). 1024 nodes over kernel UDP: one of the 128
+     * leaves of 8 or another showed a lack of fit at z 3.3-3.6 in about half the runs (of
+     * every leaf's tests, LOF_Z's 1e-3 each, one now and then), and its depth doubled, 0.057 s
+     * where the others took 0.048; with more cycles the fit stood, 0.051 s. */
+    if (small && (R->blocks_seen || unsure) && R->tour < PARTITION_CYCLES * (R->nmem + (R->nmem & 1) - 1))
         return;
     double noise = R->noise_n > 0 ? R->noise_sum / (double)R->noise_n : NAN;
     int noisy = !small && 2 * noise >= R->spread_us;   /* (false when either is NAN) */

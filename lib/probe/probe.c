@@ -516,6 +516,8 @@ int ts_probe_round_rule(ts_probe_engine *e, const ts_pair *pairs, int npairs,
                 pairdb_prefetch(e->db, res[i + TS_PREFETCH_AHEAD].a, res[i + TS_PREFETCH_AHEAD].b);
             e->count.probes++;
             e->count.samples += res[i].samples;
+            if (res[i].samples > e->count.samples_most)
+                e->count.samples_most = res[i].samples;
             e->count.lost += res[i].lost;
             if (res[i].flags & TS_PAIR_DEADLINE)
                 e->partial = 1;

@@ -131,6 +131,7 @@ typedef struct ts_pairdb ts_pairdb;   /* measured pairs, keyed by unordered pair
 typedef struct ts_probe_counters {
     long probes;                   /* pairs measured (a pair measured twice counts twice) */
     long samples;                  /* answered probes */
+    long samples_most;             /* the most one pair's measurement had answered */
     long lost;
     long rounds;
     long control_steps;
