@@ -2462,8 +2462,13 @@ static void settle_region(fast *F, region *R, int *escalate)
      * over with twice the samples drops them). 1024 nodes over kernel UDP: one of the 128
      * leaves of 8 or another showed a lack of fit at z 3.3-3.6 in about half the runs (of
      * every leaf's tests, LOF_Z's 1e-3 each, one now and then), and its depth doubled, 0.057 s
-     * where the others took 0.048; with more cycles the fit stood, 0.051 s. */
-    if (small && (R->blocks_seen || unsure) && R->tour < PARTITION_CYCLES * (R->nmem + (R->nmem & 1) - 1))
+     * where the others took 0.048; with more cycles the fit stood, 0.051 s. Not in a region
+     * too small for any count of samples to split (TOLD_MIN_NODES): there the cycles only
+     * delay its doubling towards unresolved (the testbed's 8 nodes two to a leaf, pods of
+     * four: 4.3 s of probing without a budget became 5.1, and the prolog's 5 s budget ran out
+     * before the plan was complete). */
+    if (small && (R->blocks_seen || (unsure && R->nmem >= TOLD_MIN_NODES)) &&
+        R->tour < PARTITION_CYCLES * (R->nmem + (R->nmem & 1) - 1))
         return;
     double noise = R->noise_n > 0 ? R->noise_sum / (double)R->noise_n : NAN;
     int noisy = !small && 2 * noise >= R->spread_us;   /* (false when either is NAN) */
