@@ -207,37 +207,44 @@ static void test_noise(void)
 
 /* ---- where a guess disagrees with a flat tree ---- */
 
-/* a switch under parent (TS_NONE: the top) holding nodes [from, to) */
-static int group(ts_utree *t, int parent, int from, int to)
-{
-    int sw = ts_utree_add(t, parent, 1, TS_NONE);
-    for (int i = from; i < to; i++)
-        ts_utree_add(t, sw, 1, i);
-    return sw;
-}
-
 #define FLAT_LEAVES 4
 #define FLAT_NODES (4 * FLAT_LEAVES)
 
-/* flat: four leaves of four nodes under the top (leaf k: vertex 1 + 5k) */
-static void flat_tree(ts_utree *t)
+/* The switches and nodes of spec under parent: "(0-3)" a switch holding nodes 0 to 3, "5" a
+ * node, groups nested and side by side ("((0-1) (2-3)) 4"). Returns where spec stopped. */
+static const char *grow(ts_utree *t, int parent, const char *spec)
 {
-    ts_utree_init(t);
-    int top = ts_utree_add(t, TS_NONE, 0, TS_NONE);
-    for (int k = 0; k < FLAT_LEAVES; k++)
-        group(t, top, 4 * k, 4 * k + 4);
+    while (*spec && *spec != ')') {
+        if (*spec == '(') {
+            spec = grow(t, ts_utree_add(t, parent, 1, TS_NONE), spec + 1);
+            spec += *spec == ')';
+        } else if (*spec >= '0' && *spec <= '9') {
+            char *end;
+            long lo = strtol(spec, &end, 10), hi = *end == '-' ? strtol(end + 1, &end, 10) : lo;
+            for (long i = lo; i <= hi; i++)
+                ts_utree_add(t, parent, 1, (int)i);
+            spec = end;
+        } else {
+            spec++;
+        }
+    }
+    return spec;
 }
 
-/* the doubts ts_flat_doubts reads from guess against flat_tree: "whole", or "top" and the
- * leaves in doubt as digits ("top 1": the top and leaf 1), "-" for none */
-static const char *read_doubts(const ts_utree *guess, const unsigned char *live, char *out)
+/* The doubts ts_flat_doubts reads from the guess spec (under a top switch) against the flat
+ * tree of four leaves of four nodes (leaf k: vertex 1 + 5k): "whole", or "top" and the
+ * leaves in doubt as digits ("top 1": the top and leaf 1), "-" for none. */
+static const char *read_doubts(const char *spec, const unsigned char *live, char *out)
 {
-    ts_utree flat;
-    flat_tree(&flat);
+    ts_utree flat, guess;
+    ts_utree_init(&flat);
+    ts_utree_init(&guess);
+    grow(&flat, ts_utree_add(&flat, TS_NONE, 0, TS_NONE), "(0-3) (4-7) (8-11) (12-15)");
+    grow(&guess, ts_utree_add(&guess, TS_NONE, 0, TS_NONE), spec);
     int leaf[FLAT_NODES];
     unsigned char doubt[5 * FLAT_LEAVES + 1];
     ts_flat_doubt d = {-1, -1};
-    int rc = ts_flat_doubts(&flat, guess, live, FLAT_NODES, leaf, doubt, &d);
+    int rc = ts_flat_doubts(&flat, &guess, live, FLAT_NODES, leaf, doubt, &d);
     char *o = out;
     if (rc != TS_OK)
         o += sprintf(o, "error ");
@@ -253,6 +260,7 @@ static const char *read_doubts(const ts_utree *guess, const unsigned char *live,
     else if (o[-1] == ' ')
         o[-1] = '\0';
     ts_utree_free(&flat);
+    ts_utree_free(&guess);
     return out;
 }
 
@@ -262,97 +270,26 @@ static void test_flat_doubts(void)
     memset(all, 1, sizeof all);
     memset(some, 1, sizeof some);
     some[3] = some[7] = 0;
-    char buf[64];
-    ts_utree g;
-    int top, mid;
-
-    ts_utree_init(&g);      /* the same tree */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    for (int k = 0; k < FLAT_LEAVES; k++)
-        group(&g, top, 4 * k, 4 * k + 4);
-    is_str(read_doubts(&g, all, buf), "-", "the same leaves: no doubt");
-    ts_utree_free(&g);
-
-    ts_utree_init(&g);      /* leaf 1 holds two switches of two */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    group(&g, top, 0, 4);
-    mid = ts_utree_add(&g, top, 1, TS_NONE);
-    group(&g, mid, 4, 6);
-    group(&g, mid, 6, 8);
-    group(&g, top, 8, 12);
-    group(&g, top, 12, 16);
-    is_str(read_doubts(&g, all, buf), "1", "a level inside leaf 1: that leaf in doubt, nothing else");
-    ts_utree_free(&g);
-
-    ts_utree_init(&g);      /* leaves 0 and 1 under a switch of their own */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    mid = ts_utree_add(&g, top, 1, TS_NONE);
-    group(&g, mid, 0, 4);
-    group(&g, mid, 4, 8);
-    group(&g, top, 8, 12);
-    group(&g, top, 12, 16);
-    is_str(read_doubts(&g, all, buf), "top", "two leaves grouped: the top's grouping in doubt, no leaf");
-    ts_utree_free(&g);
-
-    ts_utree_init(&g);      /* leaf 2's nodes straight under the top: a leaf no group makes */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    group(&g, top, 0, 4);
-    group(&g, top, 4, 8);
-    for (int i = 8; i < 12; i++)
-        ts_utree_add(&g, top, 1, i);
-    group(&g, top, 12, 16);
-    is_str(read_doubts(&g, all, buf), "top", "a leaf left out: the top's grouping in doubt");
-    ts_utree_free(&g);
-
-    ts_utree_init(&g);      /* rooted in leaf 0: its complement is the group of the others */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    for (int i = 0; i < 4; i++)
-        ts_utree_add(&g, top, 1, i);
-    mid = ts_utree_add(&g, top, 1, TS_NONE);
-    for (int k = 1; k < FLAT_LEAVES; k++)
-        group(&g, mid, 4 * k, 4 * k + 4);
-    is_str(read_doubts(&g, all, buf), "-", "the guess rooted inside leaf 0, the same leaves: no doubt");
-    ts_utree_free(&g);
-
-    ts_utree_init(&g);      /* a group across leaves 0 and 1 */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    group(&g, top, 0, 2);
-    group(&g, top, 2, 6);
-    group(&g, top, 6, 8);
-    group(&g, top, 8, 12);
-    group(&g, top, 12, 16);
-    is_str(read_doubts(&g, all, buf), "whole", "a group cutting leaves 0 and 1: the whole tree in doubt");
-    ts_utree_free(&g);
-
-    ts_utree_init(&g);      /* levels inside leaves 0, 1 and 2, leaf 3 left out: no leaf whole */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    for (int k = 0; k < 6; k++)
-        group(&g, top, 2 * k, 2 * k + 2);
-    for (int i = 12; i < 16; i++)
-        ts_utree_add(&g, top, 1, i);
-    is_str(read_doubts(&g, all, buf), "whole", "the top in doubt over a single leaf left whole: the whole tree");
-    ts_utree_free(&g);
-
-    ts_utree_init(&g);      /* nodes 3 and 7 not live: their places do not count */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    group(&g, top, 0, 3);
-    group(&g, top, 4, 7);
-    group(&g, top, 8, 12);
-    group(&g, top, 12, 16);
-    ts_utree_add(&g, top, 1, 3);
-    ts_utree_add(&g, top, 1, 7);
-    is_str(read_doubts(&g, some, buf), "-", "dead nodes elsewhere in the guess: no doubt");
-    is_str(read_doubts(&g, all, buf), "top 01", "the same guess with them live: levels inside leaves 0 and 1, the top's grouping");
-    ts_utree_free(&g);
-
-    ts_utree_init(&g);      /* a node the guess lacks */
-    top = ts_utree_add(&g, TS_NONE, 0, TS_NONE);
-    group(&g, top, 0, 4);
-    group(&g, top, 4, 8);
-    group(&g, top, 8, 12);
-    group(&g, top, 12, 15);
-    is_str(read_doubts(&g, all, buf), "whole", "a live node missing from the guess: the whole tree");
-    ts_utree_free(&g);
+    char b[64];
+    is_str(read_doubts("(0-3) (4-7) (8-11) (12-15)", all, b), "-", "the same leaves: no doubt");
+    is_str(read_doubts("(0-3) ((4-5) (6-7)) (8-11) (12-15)", all, b), "1",
+           "a level inside leaf 1: that leaf in doubt, nothing else");
+    is_str(read_doubts("((0-3) (4-7)) (8-11) (12-15)", all, b), "top",
+           "two leaves grouped: the top's grouping in doubt, no leaf");
+    is_str(read_doubts("(0-3) (4-7) 8-11 (12-15)", all, b), "top",
+           "a leaf left out, its nodes under the top: the top's grouping in doubt");
+    is_str(read_doubts("0-3 ((4-7) (8-11) (12-15))", all, b), "-",
+           "the guess rooted inside leaf 0, the same leaves: no doubt");
+    is_str(read_doubts("(0-1) (2-5) (6-7) (8-11) (12-15)", all, b), "whole",
+           "a group cutting leaves 0 and 1: the whole tree in doubt");
+    is_str(read_doubts("(0-1) (2-3) (4-5) (6-7) (8-9) (10-11) 12-15", all, b), "whole",
+           "levels inside leaves 0 to 2, leaf 3 left out: no two leaves whole, the whole tree");
+    is_str(read_doubts("(0-2) (4-6) (8-11) (12-15) 3 7", some, b), "-",
+           "nodes 3 and 7 not live and elsewhere in the guess: no doubt");
+    is_str(read_doubts("(0-2) (4-6) (8-11) (12-15) 3 7", all, b), "top 01",
+           "the same guess with them live: levels inside leaves 0 and 1, the top's grouping");
+    is_str(read_doubts("(0-3) (4-7) (8-11) (12-14)", all, b), "whole",
+           "a live node missing from the guess: the whole tree");
 }
 
 int main(void)
