@@ -42,9 +42,6 @@ typedef int (*discover_fn)(ts_probe_engine *e, ts_utree *tree, ts_infer_report *
 static uint64_t simrun_plan_seed;
 /* the site's least level step the next runs are given (ts_probe_engine.least_level_step_us) */
 static double simrun_least_step_us;
-/* the most samples per pair the next runs' methods take (ts_probe_engine.samples_max; 0: each
- * method's own) */
-static int simrun_samples_max;
 /* the samples per pair the next runs' methods take first (ts_probe_engine.samples_first; 0:
  * each method's own) */
 static int simrun_samples_first;
@@ -83,7 +80,6 @@ static run simulate_method_params(discover_fn discover, const char *what, ts_fab
     if (r.rc == TS_OK) {
         e.plan_seed = simrun_plan_seed;
         e.least_level_step_us = simrun_least_step_us;
-        e.samples_max = simrun_samples_max;
         e.samples_first = simrun_samples_first;
     }
     if (r.rc != TS_OK) {
