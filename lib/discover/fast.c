@@ -76,6 +76,7 @@
 #define DOUBLING_SHARE 0.5   /* a doubling past SAMPLES_MAX must fit in this share of the time
                               * left: the rest is for the depths below and the link stage */
 #define BATCH 8              /* rounds planned per gather/scatter step (measure_batch) */
+#define BATCH_PROOF 16       /* ... the most when they end the tournaments' proofs (batch_rounds) */
 #define BIG_ROUNDS 8         /* rounds a big region without a gap is measured before it is
                               * judged (its first batch: judged at 16 rounds, the top regions
                               * of 20 irregular trees, handed to the additive method, came
@@ -514,7 +515,8 @@ typedef struct walk {
     int *scratch;           /* 3 n ints: group_by_region, plan_tests (freel, fragment ids) */
     ts_pair *pairs;         /* a batch: round b's pairs from pairs + b * stride */
     size_t stride;
-    int np[BATCH];
+    int nb;                 /* rounds in this batch (batch_rounds) */
+    int np[BATCH_PROOF];
     ts_pair_stats *st;
     region_index ix;        /* this depth's measurements by region and pair */
     scratch pairs_by_resid, sort_keys, sort_tmp, sort_out, gap, join_ints, join_seams,
@@ -725,7 +727,7 @@ static int plan_region(fast *F, walk *W, int r, int *active)
     }
     *active = 1;
     int *freel = W->scratch + F->n;
-    for (int b = 0; b < BATCH; b++) {
+    for (int b = 0; b < W->nb; b++) {
         if (R->has_cut) {
             int rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, R->opinions, freel);
             if (rc != TS_OK)
@@ -782,13 +784,16 @@ static int store_round(fast *F, const ts_pair_stats *st, int np)
                          (uint64_t)F->rounds_stored;
             F->M[F->nm].top = (float)three[2];
             F->M[F->nm].single = (float)three[(h >> 33) % 3];
+        } else if (st[i].samples == 1 && F->k == 1 && F->est == TS_ESTIMATE_MIN) {
+            F->M[F->nm].top = F->M[F->nm].single = (float)v;   /* (pilot_one_sample) */
         }
         F->obs[F->nm++] = (ts_offset_obs){st[i].a, st[i].b, F->reg[st[i].a], v};
     }
     return TS_OK;
 }
 
-/* One batch: a gather/scatter step that plans BATCH rounds, and the rounds. The step crosses
+/* One batch: a gather/scatter step that plans BATCH rounds (or a tournament's proof:
+ * batch_rounds), and the rounds. The step crosses
  * the fabric twice per level of the control tree, so it costs several rounds' time (1024
  * nodes over kernel UDP: 1.6 ms against 0.2-0.6 ms a round). With 4 rounds a batch, half of
  * 1024 nodes' probing time went in steps; with 8, every row of the bench's fat trees took
@@ -805,7 +810,7 @@ static int measure_batch(fast *F, walk *W)
     rule.estimator = F->est;
     double t0 = ts_probe_now(F->e);
     int rc = ts_probe_control(F->e, F->err), rounds = 0;
-    for (int b = 0; b < BATCH && rc == TS_OK; b++) {
+    for (int b = 0; b < W->nb && rc == TS_OK; b++) {
         if (W->np[b] == 0)
             continue;
         rc = ts_probe_round_rule(F->e, W->pairs + (size_t)b * W->stride, W->np[b], &rule, W->st,
@@ -2471,7 +2476,10 @@ static void settle_region(fast *F, region *R, int *escalate)
         R->tour < PARTITION_CYCLES * (R->nmem + (R->nmem & 1) - 1))
         return;
     double noise = R->noise_n > 0 ? R->noise_sum / (double)R->noise_n : NAN;
-    int noisy = !small && 2 * noise >= R->spread_us;   /* (false when either is NAN) */
+    /* (false when either is NAN; single samples have no noise of their own, the sampler's
+     * interval needs two: a big region that lost its cut in a single-sample stage, or never
+     * had one in a pilot's batch, is measured again with the first count, not unresolved) */
+    int noisy = !small && (2 * noise >= R->spread_us || F->k < F->kfirst);
     if (!unsure && small)
         settle_star(F, R, escalate);
     else if ((unsure || noisy) && may_double(F, R))
@@ -2651,6 +2659,32 @@ static int classify_batch(fast *F, const walk *W, long batch_first)
     return two_passes;
 }
 
+/* A pilot's single samples, x[0..m-1] sorted, the near class first: the largest of three
+ * samples per near pair that one_sample_will_do reads stands for the tail a stage of single
+ * samples reaches, three times the batch's near samples. Single samples alone show only the
+ * batch's own: the near class's top is put where three times its samples would reach, their
+ * noise taken to be the far pairs' (the same hosts' stacks; the top's load adds its own
+ * spread to theirs, so the reach errs long): the far class's deviation from its median at
+ * the quantile of one sample in three times the near ones, above the near median. Whether
+ * the gap stays significant so. (Without it, 1024 nodes under the idealised Ethernet profile,
+ * whose 1 % of round trips 20-200 us late fill the gap as single samples accumulate, kept
+ * single samples on a first batch's margin of 65, lost the cut at the fourth batch, 17, and
+ * started over with three samples: 0.106 s where 0.086 took three from the start.) */
+static int singles_reach(pair_resid *x, long near, long m, double need)
+{
+    long nfar = m - near;
+    if (near < 2 || nfar < 1)
+        return 0;
+    long q = (long)((double)nfar * (1 - 1 / (3.0 * (double)near)));
+    q = q < nfar ? q : nfar - 1;
+    double top = x[near / 2].r + x[near + q].r - x[near + nfar / 2].r;
+    if (!(top < x[near].r))
+        return 0;
+    if (top > x[near - 1].r)
+        x[near - 1].r = top;
+    return gap_margin(x, near, 0, m) >= need;
+}
+
 /* Whether single samples would have read this depth's first batch as its minima of 3 did:
  * every open region big and cut, and its gap significant still with each near pair read at
  * the largest of its three samples (meas.top; a far pair's samples lie above its minimum:
@@ -2659,7 +2693,9 @@ static int classify_batch(fast *F, const walk *W, long batch_first)
  * of the region's own far pairs lifts its far class far above the noise (the top of 1024
  * nodes: some 100 us over kernel UDP and IPoIB, against a near pair's tail of 20-30 us), a
  * round of one sample per pair costs a third of one of three (its slowest pair's three round
- * trips). Returns 1, 0, or -1 when out of memory. */
+ * trips). A pilot's batch, taken with one sample (pilot_one_sample), is read as it is, each
+ * single sample its own largest, and its near class's top where three times its samples
+ * would reach (singles_reach). Returns 1, 0, or -1 when out of memory. */
 static int one_sample_will_do(const fast *F, const walk *W, long batch_first)
 {
     int nr = W->last - W->first, open = 0, will = 1;
@@ -2702,7 +2738,10 @@ static int one_sample_will_do(const fast *F, const walk *W, long batch_first)
             break;
         }
         qsort(x, (size_t)m, sizeof *x, cmp_pair_resid);
-        will = gap_margin(x, near, 0, m) >= log((double)m) - log(FALSE_SPLIT);
+        double need = log((double)m) - log(FALSE_SPLIT);
+        will = gap_margin(x, near, 0, m) >= need;
+        if (will && F->k == 1)
+            will = singles_reach(x, near, m, need);
     }
     free(x);
     return will && open > 0;
@@ -2721,6 +2760,38 @@ static void take_one_sample(fast *F, const walk *W)
     }
     F->k = 1;
     F->one_sample_depth = 1;
+}
+
+/* The depth's open regions start over with more samples per pair: twice as many, or the first
+ * count after single samples. The depth's pairs so far were taken with fewer samples: their
+ * minima sit higher, so they leave the cuts and the fit. */
+static void start_over(fast *F, const walk *W)
+{
+    for (long j = 0; j < F->nm; j++)
+        if (F->M[j].reg >= W->first && F->R[F->M[j].reg].state == OPEN)
+            F->obs[j].cls = -1, F->M[j].k = -F->M[j].k;
+    for (int r = 0; r < W->last - W->first; r++) {
+        region *R = &F->R[W->first + r];
+        if (R->state == OPEN) {
+            R->rounds = R->tour = R->has_cut = R->blocks_seen = 0;
+            R->best_share = 0;
+            R->noise_sum = 0;
+            R->noise_n = 0;
+        }
+    }
+    /* From single samples back to the first count, the offsets they fitted forgotten, both
+     * fits' (each host's took its own draws: a fit carried on from them fell short). The
+     * two-level fit's too: carried from the singles of the top's first batch of 128 nodes
+     * over IPoIB (run_depth), the next batch, of 3 samples, found no cut in 9 of 59 runs,
+     * against 0-2 of 60 where the depth began with 3; with it forgotten, 5 of 59. */
+    if (F->k < F->kfirst)
+        for (int i = 0; i < F->n; i++)
+            if (F->reg[i] >= W->first && F->R[F->reg[i]].state == OPEN)
+                F->off[i] = F->off_two[i] = F->depth > 0 ? F->prior[i] : 0;
+    int most = F->k < F->kmax ? F->kmax : F->kdeadline;
+    int next = F->k < F->kfirst ? F->kfirst : 2 * F->k;
+    F->k = next < most ? next : most;
+    F->stage_start_us = ts_probe_now(F->e);
 }
 
 static int decide_depth(fast *F, walk *W, long batch_first)
@@ -2768,43 +2839,62 @@ static int decide_depth(fast *F, walk *W, long batch_first)
             for (long e = W->ix.start[r]; e < W->ix.start[r + 1]; e++)
                 F->obs[W->ix.at[e].j].cls = -1;
     }
-    if (escalate && rc == TS_OK) {
-        /* the depth's pairs so far were taken with fewer samples: their minima sit higher, so
-         * they leave the cuts and the fit, and every open region starts over */
-        for (long j = 0; j < F->nm; j++)
-            if (F->M[j].reg >= W->first && F->R[F->M[j].reg].state == OPEN)
-                F->obs[j].cls = -1, F->M[j].k = -F->M[j].k;
-        for (int r = 0; r < nr; r++) {
-            region *R = &F->R[W->first + r];
-            if (R->state == OPEN) {
-                R->rounds = R->tour = R->has_cut = R->blocks_seen = 0;
-                R->best_share = 0;
-                R->noise_sum = 0;
-                R->noise_n = 0;
-            }
-        }
-        /* from single samples back to the first count, the offsets they fitted forgotten
-         * (each host's took its own draws: a fit carried on from them fell short) */
-        if (F->k < F->kfirst)
-            for (int i = 0; i < F->n; i++)
-                if (F->reg[i] >= W->first && F->R[F->reg[i]].state == OPEN)
-                    F->off[i] = F->depth > 0 ? F->prior[i] : 0;
-        int most = F->k < F->kmax ? F->kmax : F->kdeadline;
-        int next = F->k < F->kfirst ? F->kfirst : 2 * F->k;
-        F->k = next < most ? next : most;
-        F->stage_start_us = ts_probe_now(F->e);
-    }
+    if (escalate && rc == TS_OK)
+        start_over(F, W);
     free(K.par);
     free(K.rank);
     return rc;
 }
 
+/* The rounds of the next batch: BATCH, or, where every open region of the depth is in its
+ * first tournament, no cut yet, and a tournament's whole proof (tournament_proof) fits in
+ * BATCH_PROOF rounds, the rounds to the end of the proofs: such a region decides nothing
+ * before its proof (settle_region), and a batch's gather/scatter step costs several rounds'
+ * time. The leaves of 8 of 1024 nodes, proven in 11 rounds, took two batches of 8: over
+ * kernel UDP 6.7 ms where one of 11 takes 4.0 (1.3 of them the step). Not where a proof
+ * takes more than one batch: the pods of 16 of a 128-node fat tree over RDMA, proven in 23
+ * rounds, whose gap lies near its threshold under one shuffle of the names, took a second
+ * batch of 15 rounds in place of two of 8, one look fewer, and were exact in 19 of 30 runs
+ * where they had been in 24. */
+static int batch_rounds(const fast *F, const walk *W)
+{
+    int rounds = BATCH;
+    for (int r = 0; r < W->last - W->first; r++) {
+        const region *R = &F->R[W->first + r];
+        int nmem = W->rstart[r + 1] - W->rstart[r];     /* (R->nmem: once planned) */
+        if (R->state != OPEN || nmem <= 2)
+            continue;
+        int proof = tournament_proof(nmem);
+        if (R->has_cut || nmem > STAR_PROOF_MAX || proof > BATCH_PROOF)
+            return BATCH;
+        rounds = proof - R->tour > rounds ? proof - R->tour : rounds;
+    }
+    return rounds;
+}
+
+/* Whether the depth's first batch takes one sample per pair: at the top of a job too big for a
+ * tournament (one_sample_will_do's regions), unless the caller chose the samples. There the
+ * far pairs all cross the top switch and load its links, which lifts the far class far above
+ * a near pair's noise, and a round of three samples costs most: its slowest pair's three
+ * round trips under that load (1024 nodes over kernel UDP: 650 us a round, 225 with one
+ * sample). The batch itself shows whether single samples will do (one_sample_will_do on
+ * them); where they will not, the depth starts over with the first count, a batch of single
+ * samples lost (the top of 128 nodes over IPoIB: 1.4 ms). Below the top a region's far pairs
+ * cross its own switch alone, and its first batch takes the first count (run_depth). */
+static int pilot_one_sample(const fast *F)
+{
+    return F->depth == 0 && !F->kchosen && F->est == TS_ESTIMATE_MIN && F->n > STAR_PROOF_MAX;
+}
+
 /* Batches of rounds for all the regions of the current depth until each is decided. F->far
- * holds the separations the last decision found; planning adds its tests to them. */
+ * holds the separations the last decision found; planning adds its tests to them. A depth's
+ * first batch may show that one sample per pair will do for the rest of it: taken with one
+ * (pilot_one_sample), or with the first count (3), its near pairs read at the largest of
+ * their three (take_one_sample). */
 static int run_depth(fast *F, walk *W)
 {
-    int rc = TS_OK;
-    F->k = F->kfirst;
+    int rc = TS_OK, pilot = pilot_one_sample(F);
+    F->k = pilot ? 1 : F->kfirst;
     F->stage_start_us = ts_probe_now(F->e);
     F->depth_first_meas = F->nm;
     if (F->depth > 0) {
@@ -2823,6 +2913,7 @@ static int run_depth(fast *F, walk *W)
         group_by_region(F, W);
         int active = 0, nr = W->last - W->first;
         memset(W->np, 0, sizeof W->np);
+        W->nb = batch_rounds(F, W);
         for (int r = 0; r < nr && rc == TS_OK; r++)
             rc = plan_region(F, W, r, &active);
         if (rc != TS_OK || !active)
@@ -2833,7 +2924,15 @@ static int run_depth(fast *F, walk *W)
         group_by_region(F, W);
         if ((rc = decide_depth(F, W, batch_first)) != TS_OK)
             return rc;
-        if (first_batch && !F->kchosen && F->k == F->kfirst) {
+        if (first_batch && pilot && F->k == 1) {
+            int will = one_sample_will_do(F, W, batch_first);
+            if (will < 0)
+                return TS_ENOMEM;
+            if (will)
+                F->one_sample_depth = 1;
+            else
+                start_over(F, W);
+        } else if (first_batch && !pilot && !F->kchosen && F->k == F->kfirst) {
             int will = one_sample_will_do(F, W, batch_first);
             if (will < 0)
                 return TS_ENOMEM;
@@ -2981,7 +3080,7 @@ static int fast_run(fast *F)
     int *next_reg = malloc(sizeof(int) * (size_t)n);
     W.order = malloc(sizeof(int) * (size_t)n);
     W.scratch = malloc(sizeof(int) * (size_t)(3 * n + 8));
-    W.pairs = malloc(sizeof *W.pairs * W.stride * BATCH);
+    W.pairs = malloc(sizeof *W.pairs * W.stride * BATCH_PROOF);
     W.st = malloc(sizeof *W.st * W.stride);
     if (!next_reg || !W.order || !W.scratch || !W.pairs || !W.st) {
         rc = TS_ENOMEM;
