@@ -111,6 +111,15 @@ read -r wrong measured <<< "$(outcomes four rdma 20)"
     --out "$tmp/scattered" > "$tmp/log" 2>&1 || cat "$tmp/log" >&2
 [ "$(field tree_exact "$tmp/scattered/metrics.yaml")" = true ] || [ "$(field status "$tmp/scattered/metrics.yaml")" = partial ]
 ok $? "32 nodes scattered over the 128-node fat tree, kernel UDP: no wrong tree reported measured ($(field status "$tmp/scattered/metrics.yaml"), exact $(field tree_exact "$tmp/scattered/metrics.yaml"))"
+# ... and where no region of the depth split (make bench's draw 13 of 32 nodes, IPoIB): seven
+# pods hold 4 or 5 of its nodes, ten leaves of 2 or 3 among them, and one pod holds a node alone.
+# The job does not fill its switches, so the fabric's levels built alike tell nothing of what its
+# small regions hide: partial.
+"$bin" sim --fabric "$tmp/ft8.conf" --profile ipoib-udp --seed 13 --fabric-seed 13 --no-links \
+    --nodes n0020,n0025,n0086,n0104,n0102,n0087,n0037,n0023,n0109,n0043,n0085,n0107,n0052,n0088,n0078,n0069,n0075,n0067,n0003,n0128,n0117,n0031,n0082,n0090,n0112,n0013,n0046,n0070,n0010,n0045,n0076,n0007 \
+    --out "$tmp/scattered13" > "$tmp/log" 2>&1 || cat "$tmp/log" >&2
+[ "$(field tree_exact "$tmp/scattered13/metrics.yaml")" = true ] || [ "$(field status "$tmp/scattered13/metrics.yaml")" = partial ]
+ok $? "32 nodes scattered over the 128-node fat tree, IPoIB, no split among its pods: no wrong tree reported measured ($(field status "$tmp/scattered13/metrics.yaml"), exact $(field tree_exact "$tmp/scattered13/metrics.yaml"))"
 # A job of 8 nodes over RDMA (make bench's scattered jobs, seed 9): three pods hold 2 of its
 # nodes each, on different leaves, two pods 1 each. Fast resolves it; its tree has nodes at two
 # depths, so the additive method measures it again, and its tree grouped the three pods under a

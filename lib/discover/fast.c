@@ -213,6 +213,8 @@ typedef struct fast {
     int kfirst, kmax;       /* ... at first, and the most doubling takes it to ... */
     int kchosen;            /* the caller chose the samples (no single-sample stage) */
     int one_sample_depth;   /* the last depth took one sample per pair (take_one_sample) */
+    int lone_children;      /* nodes the last depth's splits hung alone from their switch:
+                             * the job holds one node of a switch (doubt_floor_stars) */
     int kdeadline;          /* ... or, under a deadline, while its time allows (may_double) */
     double stage_start_us;  /* when the depth started at the current samples per pair */
     double round_us;        /* what a round of the last batch took (control step included) ... */
@@ -3023,6 +3025,7 @@ static int emit_region(fast *F, int ri, const int *mem, int nmem, int *next_reg,
         if (!split || size[rt] == 1) {
             if (ts_utree_add(F->t, parent, h, x) < 0)
                 return TS_ENOMEM;
+            F->lone_children += split;
             continue;
         }
         if (child[rt] < 0) {
@@ -3045,6 +3048,7 @@ static int emit_depth(fast *F, walk *W, int *next_reg)
     int *child = malloc(sizeof(int) * (size_t)(3 * F->n));
     if (!child)
         return TS_ENOMEM;
+    F->lone_children = 0;
     for (int r = 0; r < nr && rc == TS_OK; r++)
         rc = emit_region(F, W->first + r, W->order + W->rstart[r], W->rstart[r + 1] - W->rstart[r],
                          next_reg, child);
@@ -3056,18 +3060,21 @@ static int emit_depth(fast *F, walk *W, int *next_reg)
 }
 
 /* A region below the method's floor (3 to 2 STAR_CHILD - 1 nodes, under a split) stands as a
- * star because the fabric's levels are built alike (hidden_child): where its depth's other
- * regions are stars too. Where one of them split, this depth of the fabric has a level below
- * it, and the small region, whose test cannot see one, may hide it: a scheduler's job holds
- * two or three nodes of a pod here, five of the next there, two of them on one leaf (jobs
- * drawn from the 128-node fat tree, 32 nodes over kernel UDP: five such pods taken for stars,
- * measured). Its star stays, unpowered: the result is partial. */
+ * star because the fabric's levels are built alike (hidden_child), and the job fills them:
+ * every child of the splits above holds as many of its nodes, as the leaves of a fat tree
+ * allocated whole do, and none is a star's neighbour that split. Otherwise the job holds only
+ * some nodes of each switch, and a small region, whose test cannot see a level, may hide one:
+ * a scheduler's job holds two or three nodes of a pod here, five of the next there, two of
+ * them on one leaf. Jobs drawn from the 128-node fat tree, 32 nodes: five such pods taken for
+ * stars over kernel UDP, beside a pod that split; seven over IPoIB, of 4 and 5 nodes beside a
+ * node alone in its pod, none split (10 leaves of two missed, measured). Its star stays,
+ * unpowered: the result is partial. */
 static void doubt_floor_stars(fast *F, int first, int last)
 {
-    int level_below = 0;
-    for (int r = first; r < last && !level_below; r++)
-        level_below = F->R[r].state == SPLIT;
-    for (int r = first; r < last && level_below; r++) {
+    int filled = F->lone_children == 0;
+    for (int r = first; r < last && filled; r++)
+        filled = F->R[r].state != SPLIT && F->R[r].nmem == F->R[first].nmem;
+    for (int r = first; r < last && !filled; r++) {
         region *R = &F->R[r];
         if (R->state == STAR && !R->unpowered && R->nmem >= 3 && R->nmem < 2 * STAR_CHILD) {
             R->unpowered = 1;
