@@ -92,6 +92,8 @@
 #define STRAGGLERS 2         /* ... or that sit inside the gap, neither near nor far */
 #define SCAN_LIMIT 64        /* partner fragments a test is looked for among, at most ... */
 #define FRAG_SEARCH 256      /* ... at random, then through every fragment once this few */
+#define FRAG_MATRIX 1024     /* fragments whose pairs' states a batch copies into a matrix
+                              * (frag_members): 1 MB, against a set of tens of megabytes */
 #define CUT_CANDIDATES 8     /* widest consistent gaps whose margins are computed */
 #define OFFSET_SWEEPS 3      /* Gauss-Seidel sweeps of the offset fit per decision ... */
 #define CARRIED_SWEEPS 2     /* ... and when it carries on from the last batch's (decide_depth) */
@@ -580,49 +582,109 @@ static void pad_random(fast *F, walk *W, int b, int *freel, int nfree)
         add_pair(W, b, freel[i], freel[i + 1]);
 }
 
-/* A round's free members by fragment, for plan_tests' search through the fragments once they
- * are few: fragment f (root[f]) holds positions pos[start[f] .. start[f + 1]) of freel, the
- * first not yet taken at or after next[f]. */
+/* A region's fragments, for plan_tests' search through them once they are few. What the far
+ * pairs have shown of two fragments (UNSEEN, ONCE or APART: separate) is copied from F->far
+ * into shown, a dense matrix of the few, once a batch (its tests then update it: frags_tested):
+ * the search asks it some 300 times a member (64 random partners, then every fragment), and
+ * each question to F->far, a set of megabytes, was a cache miss (8192 nodes: 32 of the 42
+ * million questions a run, a fifth of its CPU). index[x] is the matrix's row of root x.
+ * Each round's free members by fragment, in the order the round's shuffle meets them:
+ * fragment f (root[f]) holds positions pos[start[f] .. start[f + 1]) of freel, the first not
+ * yet taken at or after next[f]. */
 typedef struct frag_members {
     int nfrag;
+    const int *index;
+    unsigned char *shown;   /* nfrag x nfrag, by index */
+    int *order;             /* a row's fragment in the round's order (scratch) */
     int *root, *start, *next, *pos;
 } frag_members;
 
 static void frag_members_free(frag_members *G)
 {
+    free(G->shown);
+    free(G->order);
     free(G->root);
     free(G->start);
     free(G->next);
     free(G->pos);
 }
 
-/* G for the region's members in freel[0..nmem-1]; idx is scratch of F->n ints. TS_OK or
- * TS_ENOMEM. */
-static int frag_members_build(const fast *F, const int *freel, int nmem, int nfrag, int *idx,
+/* What F->far holds of fragments fa and fb: UNSEEN, ONCE (a far pair) or APART. */
+static int far_shown(const fast *F, int fa, int fb)
+{
+    uint64_t seen = pairset_peek(&F->far, fa, fb);
+    return !seen ? UNSEEN : seen & PAIR_APART ? APART : ONCE;
+}
+
+/* What fragments fa and fb (roots) have shown: from G's matrix, or F->far without one. */
+static int frags_shown(const fast *F, const frag_members *G, int fa, int fb)
+{
+    if (!G->shown)
+        return far_shown(F, fa, fb);
+    return G->shown[(size_t)G->index[fa] * (size_t)G->nfrag + (size_t)G->index[fb]];
+}
+
+/* A test planned between fragments fa and fb changed what they have shown: G's copy follows. */
+static void frags_tested(const fast *F, frag_members *G, int fa, int fb)
+{
+    if (!G->shown)
+        return;
+    size_t i = (size_t)G->index[fa], j = (size_t)G->index[fb], nf = (size_t)G->nfrag;
+    G->shown[i * nf + j] = G->shown[j * nf + i] = (unsigned char)far_shown(F, fa, fb);
+}
+
+/* G for a batch of the region's members mem[0..nmem-1] in nfrag fragments; idx is scratch of
+ * F->n ints, G's index while G lives. TS_OK or TS_ENOMEM. */
+static int frag_members_build(const fast *F, const int *mem, int nmem, int nfrag, int *idx,
                               frag_members *G)
 {
-    *G = (frag_members){0, malloc(sizeof(int) * (size_t)nfrag),
-                        calloc((size_t)nfrag + 1, sizeof(int)), malloc(sizeof(int) * (size_t)nfrag),
-                        malloc(sizeof(int) * (size_t)nmem)};
-    if (!G->root || !G->start || !G->next || !G->pos)
+    *G = (frag_members){0, idx, malloc((size_t)nfrag * (size_t)nfrag),
+                        malloc(sizeof(int) * (size_t)nfrag), malloc(sizeof(int) * (size_t)nfrag),
+                        malloc(sizeof(int) * ((size_t)nfrag + 1)),
+                        malloc(sizeof(int) * (size_t)nfrag), malloc(sizeof(int) * (size_t)nmem)};
+    if (!G->shown || !G->order || !G->root || !G->start || !G->next || !G->pos)
         return TS_ENOMEM;
+    int *roots = G->root;   /* (by row here: root is the round's, filled by frag_members_round) */
     for (int i = 0; i < nmem; i++)
-        idx[ts_uf_find(F->uf, freel[i])] = -1;
+        idx[ts_uf_find(F->uf, mem[i])] = -1;
     for (int i = 0; i < nmem; i++) {
-        int r = ts_uf_find(F->uf, freel[i]);
+        int r = ts_uf_find(F->uf, mem[i]);
         if (idx[r] < 0) {
             if (G->nfrag == nfrag)
                 return TS_EINPUT;   /* (cannot be: the fragments were counted) */
             idx[r] = G->nfrag;
-            G->root[G->nfrag++] = r;
+            roots[G->nfrag++] = r;
         }
-        G->start[idx[r] + 1]++;
     }
+    size_t nf = (size_t)G->nfrag;
+    for (size_t f = 0; f < nf; f++) {
+        G->shown[f * nf + f] = UNSEEN;
+        for (size_t g = f + 1; g < nf; g++)
+            G->shown[f * nf + g] = G->shown[g * nf + f] = (unsigned char)far_shown(F, roots[f], roots[g]);
+    }
+    return TS_OK;
+}
+
+/* G's fragments in the order the round's members freel[0..nmem-1] meet them, and their
+ * members' positions. */
+static void frag_members_round(const fast *F, frag_members *G, const int *freel, int nmem)
+{
+    int nf = 0;
     for (int f = 0; f < G->nfrag; f++)
+        G->order[f] = -1;
+    memset(G->start, 0, sizeof(int) * ((size_t)G->nfrag + 1));
+    for (int i = 0; i < nmem; i++) {
+        int r = ts_uf_find(F->uf, freel[i]), row = G->index[r];
+        if (G->order[row] < 0) {
+            G->order[row] = nf;
+            G->root[nf++] = r;
+        }
+        G->start[G->order[row] + 1]++;
+    }
+    for (int f = 0; f < nf; f++)
         G->next[f] = G->start[f + 1] += G->start[f];
     for (int i = nmem - 1; i >= 0; i--)
-        G->pos[--G->next[idx[ts_uf_find(F->uf, freel[i])]]] = i;
-    return TS_OK;
+        G->pos[--G->next[G->order[G->index[ts_uf_find(F->uf, freel[i])]]]] = i;
 }
 
 /* A free member of a fragment fx has no far pair with, looking through every fragment from a
@@ -631,7 +693,7 @@ static int untested_member(fast *F, frag_members *G, int fx, const int *taken)
 {
     int first = (int)ts_rng_below(&F->rng, (uint64_t)G->nfrag);
     for (int t = 0, f = first; t < G->nfrag; t++, f = f + 1 < G->nfrag ? f + 1 : 0) {
-        if (G->root[f] == fx || pairset_peek(&F->far, fx, G->root[f]))
+        if (G->root[f] == fx || frags_shown(F, G, fx, G->root[f]) != UNSEEN)
             continue;
         while (G->next[f] < G->start[f + 1] && taken[G->pos[G->next[f]]])
             G->next[f]++;
@@ -652,16 +714,15 @@ static int untested_member(fast *F, frag_members *G, int fx, const int *taken)
  * untested ones (at the top of 1024 nodes, from 156 fragments on, 2-128 tests a round where
  * 512 could run, and four batches more). */
 static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfrag, int opinions,
-                      int *freel)
+                      int *freel, frag_members *G)
 {
     memcpy(freel, mem, sizeof(int) * (size_t)nmem);
     ts_rng_shuffle_int(&F->rng, freel, nmem);
     int *taken = calloc((size_t)nmem, sizeof(int));
-    frag_members G = {0};
     int rc = taken ? TS_OK : TS_ENOMEM;
-    int search = nmem > SCAN_LIMIT && nfrag <= FRAG_SEARCH;
-    if (rc == TS_OK && search)
-        rc = frag_members_build(F, freel, nmem, nfrag, W->scratch + 2 * F->n, &G);
+    int search = G->shown && nfrag <= FRAG_SEARCH;
+    if (search)
+        frag_members_round(F, G, freel, nmem);
     for (int i = 0; i < nmem && rc == TS_OK; i++) {
         int x = freel[i];
         if (taken[i])
@@ -680,30 +741,31 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
             int fy = ts_uf_find(F->uf, freel[j]);
             if (fy == fx)
                 continue;
-            uint64_t seen = pairset_peek(&F->far, fx, fy);
-            if (!seen) {
+            int shown = frags_shown(F, G, fx, fy);
+            if (shown == UNSEEN) {
                 pick = j;
                 break;
             }
-            if (second < 0 && !(seen & PAIR_APART))
+            if (second < 0 && shown == ONCE)
                 second = j;
         }
         if (pick < 0 && search)
-            pick = untested_member(F, &G, fx, taken);
+            pick = untested_member(F, G, fx, taken);
         if (pick < 0)
             pick = second;
         if (pick < 0) {
             taken[i] = 0;
             continue;
         }
-        if (add_separation(F, fx, ts_uf_find(F->uf, freel[pick]), opinions) < 0) {
+        int fy = ts_uf_find(F->uf, freel[pick]);
+        if (add_separation(F, fx, fy, opinions) < 0) {
             rc = TS_ENOMEM;
             break;
         }
+        frags_tested(F, G, fx, fy);
         add_pair(W, b, x, freel[pick]);
         taken[pick] = 1;
     }
-    frag_members_free(&G);
     if (rc == TS_OK) {
         int npad = 0;
         for (int i = 0; i < nmem; i++)
@@ -728,12 +790,15 @@ static int plan_region(fast *F, walk *W, int r, int *active)
         return TS_OK;
     }
     *active = 1;
-    int *freel = W->scratch + F->n;
-    for (int b = 0; b < W->nb; b++) {
+    int *freel = W->scratch + F->n, rc = TS_OK;
+    frag_members G = {0};       /* (the search through every fragment once they are few) */
+    if (R->has_cut && nmem > SCAN_LIMIT && R->nfrag <= FRAG_MATRIX)
+        rc = frag_members_build(F, mem, nmem, (int)R->nfrag, W->scratch + 2 * F->n, &G);
+    for (int b = 0; b < W->nb && rc == TS_OK; b++) {
         if (R->has_cut) {
-            int rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, R->opinions, freel);
+            rc = plan_tests(F, W, b, mem, nmem, (int)R->nfrag, R->opinions, freel, &G);
             if (rc != TS_OK)
-                return rc;
+                break;
         } else if (nmem <= STAR_PROOF_MAX) {
             tournament_round(W, b, mem, nmem, R->tour++);
         } else {
@@ -742,7 +807,8 @@ static int plan_region(fast *F, walk *W, int r, int *active)
         }
         R->rounds++;
     }
-    return TS_OK;
+    frag_members_free(&G);
+    return rc;
 }
 
 static int store_round(fast *F, const ts_pair_stats *st, int np)
