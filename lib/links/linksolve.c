@@ -527,14 +527,80 @@ static int build_equations(const ts_fabric *tree, const ts_link_set *ls, const t
     return TS_OK;
 }
 
+/* Each node's per-sample log variance, shrunk towards the nodes' common mean (see
+ * initial_weights), returned as a variance in node_var. v holds the pairs' per-sample variances
+ * grouped by node, node i's run ending at cnt[i]; they are replaced by their logs. */
+static void shrunk_node_variances(double *v, const int *cnt, int nnodes, double typical, double *node_var)
+{
+    double within_ss = 0, grand = 0;
+    int within_dof = 0, nobs = 0;
+    for (int i = 0; i < nnodes; i++) {
+        int lo = i ? cnt[i - 1] : 0, n = cnt[i] - lo;
+        double sum = 0, ss = 0;
+        for (int j = lo; j < cnt[i]; j++) {
+            /* none 100x below the typical (a node whose samples were all alike) */
+            v[j] = log(fmax(v[j], 0.01 * typical));
+            sum += v[j];
+        }
+        if (n == 0)
+            continue;
+        node_var[i] = sum / n;           /* the mean log variance, for now */
+        for (int j = lo; j < cnt[i]; j++)
+            ss += (v[j] - node_var[i]) * (v[j] - node_var[i]);
+        within_ss += ss;
+        within_dof += n - 1;
+        grand += node_var[i];
+        nobs++;
+    }
+    grand = nobs ? grand / nobs : log(typical);
+    /* the spread of one pair's log variance about its node's, and of the node means about their
+     * mean; what sampling alone would give the latter is the former over the pairs per node */
+    double within = within_dof > 0 ? within_ss / within_dof : NAN, between = 0, sampling = 0;
+    for (int i = 0; i < nnodes; i++) {
+        int n = cnt[i] - (i ? cnt[i - 1] : 0);
+        if (n == 0)
+            continue;
+        between += (node_var[i] - grand) * (node_var[i] - grand);
+        sampling += within / n;
+    }
+    double spread = NAN;                 /* the nodes' true spread of log variance */
+    if (nobs > 1 && isfinite(within)) {
+        between /= nobs - 1;
+        sampling /= nobs;
+        spread = fmax(between - sampling, 0);
+    }
+    for (int i = 0; i < nnodes; i++) {
+        int n = cnt[i] - (i ? cnt[i - 1] : 0);
+        if (n == 0) {
+            node_var[i] = exp(grand);
+            continue;
+        }
+        /* without replicated pairs sampling cannot be told from hosts that differ: unshrunk */
+        double keep = !isfinite(spread) ? 1.0 : spread > 0 ? spread / (spread + within / n) : 0.0;
+        node_var[i] = exp(grand + keep * (node_var[i] - grand));
+    }
+}
+
 /* Each equation's weight, from the spread of its two nodes' samples (ngood pairs give one).
  *
  * Not from the pair's own standard error: with one-sided noise a pair whose samples happened to
  * fall low has both a low mean and a low spread, so weighting each pair by its own spread pulls
  * every estimate down (by about half a standard error on ethernet-udp, enough to take 90%
- * intervals to 85%). A node's per-sample variance is instead the median over all its pairs
- * (samples x se^2), of which any one pair is a small part, and a pair's variance the mean of
- * its two nodes' over its samples: a noisy host still weighs less, a lucky pair no more. */
+ * intervals to 85%). A node's per-sample variance instead comes from all its pairs (samples x
+ * se^2), of which any one pair is a small part, and a pair's variance is the mean of its two
+ * nodes' over its samples: a noisy host still weighs less, a lucky pair no more.
+ *
+ * A node has only a handful of pairs, so its variance is itself an estimate, and the intervals
+ * (the inverse of the normal equations, scaled by chi^2/dof) treat the weights as exact. Weights
+ * that scatter by chance make the estimates vary more than that inverse says, by about 1 + CV^2
+ * of the chance part of the weights (the sandwich (A'WA)^-1 A'W V W A (A'WA)^-1 against
+ * (A'WA)^-1), which no scale common to all links undoes; and the scatter still follows each
+ * pair's own noise a little, which biases links low. So the nodes' log variances are shrunk
+ * towards their common mean by how much of their spread their sampling explains (the empirical
+ * Bayes, method-of-moments estimate of a random effect): each node's log variance is the mean
+ * over its pairs, its sampling variance the pooled within-node spread over its pair count, and
+ * the nodes' true spread what the between-node spread exceeds that by. Hosts that really differ
+ * keep their weights; hosts that differ only by chance get the common one (shrunk_node_variances). */
 static int initial_weights(eqs *E, const ts_link_measurement *meas, int nnodes, const double *se,
                            int ngood, ts_error *err)
 {
@@ -568,12 +634,7 @@ static int initial_weights(eqs *E, const ts_link_measurement *meas, int nnodes, 
     double typical = ngood > 0 ? ts_median(all, 2 * ngood) : NAN;
     if (!(typical > 0))
         typical = 1.0;
-    for (int i = 0; i < nnodes; i++) {
-        int lo = i ? cnt[i - 1] : 0, n = cnt[i] - lo;
-        node_var[i] = n ? ts_median(v + lo, n) : typical;
-        /* none 100x below the typical (a node whose samples were all alike) */
-        node_var[i] = fmax(node_var[i], 0.01 * typical);
-    }
+    shrunk_node_variances(v, cnt, nnodes, typical, node_var);
     for (int e = 0; e < E->n; e++) {
         int n = meas[e].samples > 0 ? meas[e].samples : 1;
         double var = (node_var[meas[e].a] + node_var[meas[e].b]) / 2 / n;
