@@ -5,6 +5,10 @@
 #                         line on stderr as well, with what diag prints after it: prove without
 #                         -v (make check, CI) shows why a check failed, not only its number
 #   diag                  standard input as "# " comment lines
+#   has GREP-ARGS         grep's test of standard input, read to its end: the tests run under
+#                         pipefail, where grep -q leaving at its first match fails the pipe by
+#                         SIGPIPE whenever the writer still had lines to write (a race the
+#                         load decides: ldd, --help, logs)
 #   bail_out TEXT         "Bail out! TEXT" and exit 1: the test cannot go on at all
 #   tap_end               the plan if tap_plan was not called (else a comment when the count
 #                         differs), then exit: 0 when every check passed
@@ -37,6 +41,8 @@ diag() {
     sed 's/^/# /'
   fi
 }
+
+has() { grep "$@" > /dev/null; }
 
 bail_out() { echo "Bail out! $*"; exit 1; }
 

@@ -104,12 +104,12 @@ all_within 511 $FAULT_BUDGET "$N8" > "$work/w.out"
 ok $? "dead node8: every agent finished within $FAULT_BUDGET + $GRACE ms (slowest $(slowest 511 "$N8") ms)"
 diag < "$work/w.out"
 s=$(tb_agent_spool 511 node1)/status.yaml
-[ "$(field "$s" status)" = partial ] && grep -q '^unreachable: \["node8"\]' "$s" && field "$s" reason | grep -q node8
+[ "$(field "$s" status)" = partial ] && grep -q '^unreachable: \["node8"\]' "$s" && field "$s" reason | has node8
 ok $? "dead node8: the leader says partial, node8 unreachable: $(field "$s" reason)"
 grep -q 'node8' "$(tb_agent_spool 511 node3)/topology.conf" && grep -q 'SwitchName=unreachable Nodes=node8' "$(tb_agent_spool 511 node3)/topology.conf"
 ok $? "dead node8: the others' topology.conf places node8 under 'unreachable' (hostlist order)"
 s=$(tb_agent_spool 511 node8)/status.yaml
-[ "$(field "$s" status)" = fallback ] && field "$s" reason | grep -q 'never answered'
+[ "$(field "$s" status)" = fallback ] && field "$s" reason | has 'never answered'
 ok $? "dead node8: node8 itself falls back: $(field "$s" reason)"
 
 # ---- 20% loss on one link -----------------------------------------------------------------------
@@ -130,7 +130,7 @@ lost=$(field "$s" lost)
 st=$(field "$s" status)
 { [ "$st" = measured ] || [ "$st" = partial ]; } && [ "${lost:-0}" -gt 0 ] && grep -q '^unreachable: \[\]' "$s"
 ok $? "20% loss: status $st, $lost probes lost and counted, no node given up: $(field "$s" reason)"
-"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(tb_agent_spool 521 node5)/tree.yaml" "$(tb_agent_spool 521 node5)/links.yaml" | grep -q '^tree_exact: true'
+"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(tb_agent_spool 521 node5)/tree.yaml" "$(tb_agent_spool 521 node5)/links.yaml" | has '^tree_exact: true'
 ok $? "20% loss: the tree is still exactly the fabric's"
 
 # ---- the leader killed mid-run ------------------------------------------------------------------
@@ -157,7 +157,7 @@ late_ok='stopped answering'
 bad=0
 for nd in $(echo "${N8#node1,}" | tr , ' '); do
   s=$(tb_agent_spool 531 "$nd")/status.yaml
-  { [ "$(field "$s" status)" = fallback ] && field "$s" reason | grep -Eq "$late_ok"; } || { echo "$nd: $(field "$s" status): $(field "$s" reason)"; bad=1; }
+  { [ "$(field "$s" status)" = fallback ] && field "$s" reason | has -E "$late_ok"; } || { echo "$nd: $(field "$s" status): $(field "$s" reason)"; bad=1; }
 done > "$work/k.out"
 ok $bad "leader killed: the others fall back, saying the leader stopped answering (or, for a node it had not admitted, that; ${joined:-?} of 8 joined)"
 diag < "$work/k.out"
@@ -209,7 +209,7 @@ ok $? "bad datagrams: the leader counted them (auth $(num auth), job $(num job),
 # a JOIN claiming node3 fails its MAC, and one that passed would still need node3's address
 [ "$(field "$s" status)" = measured ]
 ok $? "bad datagrams: the measurement is unharmed (status $(field "$s" status))"
-"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(tb_agent_spool 541 node1)/tree.yaml" "$(tb_agent_spool 541 node1)/links.yaml" | grep -q '^tree_exact: true'
+"$TREECMP" --host-us "$host_us" "$FABRIC" "$PARAMS" "$(tb_agent_spool 541 node1)/tree.yaml" "$(tb_agent_spool 541 node1)/links.yaml" | has '^tree_exact: true'
 ok $? "bad datagrams: the tree is still exact"
 
 # ---- KEY datagrams from where no leader is ------------------------------------------------------
@@ -391,7 +391,7 @@ ok $? "--nodes not a hostlist: exit 2, says so"
 "$PROLOG" --job 1 --nodes 'nosuchhost-q' --self nosuchhost-q > "$work/o.out" 2>&1
 [ $? -eq 2 ] && grep -q 'no IPv4 address' "$work/o.out"
 ok $? "a node without an address: exit 2, names the fix"
-"$PROLOG" --help | grep -q -- '--budget-ms'
+"$PROLOG" --help | has -- '--budget-ms'
 ok $? "--help describes the options"
 
 tap_end

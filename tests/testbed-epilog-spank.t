@@ -61,11 +61,11 @@ tb_ctl inject degrade:node3:+100% > /dev/null
 ok $? "fabctl: node3's access link degraded by +100% between jobs"
 slow=()
 for i in 1 2 3 4 5 6 7; do slow+=("$(job s$i)"); done
-anomalies "${slow[0]}" | grep -q 'link: "node3", kind: access, reason: slow'
+anomalies "${slow[0]}" | has 'link: "node3", kind: access, reason: slow'
 ok $? "the next --topo-aware job's record names node3 (job ${slow[0]})"
 anomalies "${slow[0]}" | diag
 named=0
-for j in "${slow[@]}"; do anomalies "$j" | grep -q '"node3"' && named=$((named + 1)); done
+for j in "${slow[@]}"; do anomalies "$j" | has '"node3"' && named=$((named + 1)); done
 [ $named -ge 6 ]; ok $? "node3 named in $named of the 7 degraded jobs' records"
 "$TOPOSCOPE" report --records "$D/records" > "$work/r1" 2>&1
 first=$(awk '$1 == "1" {print $2}' "$work/r1")
@@ -75,7 +75,7 @@ diag < "$work/r1"
 
 tb_ctl clear > /dev/null
 after=$(job c1)
-[ -n "$after" ] && [ -f "$(record "$after")" ] && ! anomalies "$after" | grep -q '"node3"'
+[ -n "$after" ] && [ -f "$(record "$after")" ] && ! anomalies "$after" | has '"node3"'
 ok $? "after clear, a new job's record no longer names node3 (job $after)"
 anomalies "$after" | diag
 left=$(find "$D/spool" -mindepth 2 -maxdepth 2 2>/dev/null | wc -l)
@@ -125,7 +125,7 @@ mo_job() {   # NAME: like job, under the shipped measure-only policy
     --wrap true) > "$D/out/$1.sbatch" 2>&1
   jobid_of "$D/out/$1.sbatch"
 }
-no_drain() { ! SLURM_CONF=$TB_CONF sinfo -h -N -o '%N %t' | grep -Eq 'drain|drng|down|fail'; }
+no_drain() { ! SLURM_CONF=$TB_CONF sinfo -h -N -o '%N %t' | has -E 'drain|drng|down|fail'; }
 squat 900 999 60 "$work/squat-priv.n"
 squat 47000 47999 60 "$work/squat-old.n"
 sq=()

@@ -61,13 +61,13 @@ BASELINE=$work/baseline.yaml
 tb_ctl inject degrade:node3:+100% > /dev/null
 ok $? "fabctl: node3's access link degraded by +100% between jobs"
 for j in 611 612 613 614 615 616 617; do job $j; done
-anomalies 611 | grep -q 'link: "node3", kind: access, reason: slow'
+anomalies 611 | has 'link: "node3", kind: access, reason: slow'
 ok $? "the next job's record names node3"
 anomalies 611 | diag
 grep -q "toposcope\[[0-9]*\]: job=611 link=node3 excess=+" "$work/epilog-611.log"
 ok $? "its epilog logged toposcope[pid]: job=611 link=node3 excess=..."
 named=0
-for j in 611 612 613 614 615 616 617; do anomalies $j | grep -q '"node3"' && named=$((named + 1)); done
+for j in 611 612 613 614 615 616 617; do anomalies $j | has '"node3"' && named=$((named + 1)); done
 [ $named -ge 6 ]; ok $? "node3 named in $named of the 7 degraded jobs' records"
 
 "$TOPOSCOPE" report --records "$work/rec" --topology "$FABRIC" > "$work/r1" 2>&1
@@ -77,7 +77,7 @@ diag < "$work/r1"
 
 tb_ctl clear > /dev/null
 job 621
-[ -f "$work/rec/job-621.yaml" ] && ! anomalies 621 | grep -q '"node3"'
+[ -f "$work/rec/job-621.yaml" ] && ! anomalies 621 | has '"node3"'
 ok $? "after clear, a new job's record no longer names node3"
 anomalies 621 | diag
 grep -q "nodes whose measured leaf switch differs from topology.conf: 0" "$work/r1"

@@ -41,7 +41,7 @@ export TESTBED_PLUGSTACK="optional $D/lib/spank_toposcope.so conf=$D/toposcope.y
 tb_test_up mpich-t 12 "$FABRIC" "$PARAMS" "up: 8 nodes on etc/demo with the plugin"
 trap 'kill "$tb_watchdog" 2>/dev/null; timeout 120 "$TB_DIR/down" >/dev/null 2>&1; rm -rf "$work" "$D"' EXIT
 
-no_drain() { ! sinfo -h -N -o '%N %t' | grep -Eq 'drain|drng|down|fail'; }
+no_drain() { ! sinfo -h -N -o '%N %t' | has -E 'drain|drng|down|fail'; }
 # MPICH's ch4:ucx over the testbed's eth0 between nodes, shared memory within one
 MPICH_ENV="export UCX_NET_DEVICES=eth0 UCX_TLS=tcp,sm,self"
 

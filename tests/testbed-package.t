@@ -50,7 +50,7 @@ mkdir -p "$D/bin" "$D/src" "$D/out" "$D/records"
 tb_watchdog=$!
 preinstalled=""
 for p in $PACKAGES; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' && preinstalled="$preinstalled $p"
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | has 'install ok installed' && preinstalled="$preinstalled $p"
 done
 [ ! -e "$SITECONF" ] || cp -p "$SITECONF" "$work/siteconf.orig"
 cleanup() {
@@ -99,9 +99,10 @@ printf '# tests/testbed-package.t (the original is put back afterwards)\nbudget_
 cp "$REPO/hints/examples/twolevel_bcast.c" "$D/src/"
 mpicc -std=c11 -D_GNU_SOURCE -O2 -o "$D/bin/twolevel_bcast" "$D/src/twolevel_bcast.c" \
   -ltoposcope-hints -lyaml > "$work/mpicc.out" 2>&1 &&
-  ldd "$D/bin/twolevel_bcast" | grep -Eq "libtoposcope-hints.so.0 => (/usr)?/lib/$MULTIARCH/libtoposcope-hints.so.0"
+  ldd "$D/bin/twolevel_bcast" > "$work/ldd.out" 2>&1 &&
+  has -E "libtoposcope-hints.so.0 => (/usr)?/lib/$MULTIARCH/libtoposcope-hints.so.0" "$work/ldd.out"
 ok $? "twolevel_bcast builds with -ltoposcope-hints against the installed header and links the installed libtoposcope-hints.so.0"
-diag < "$work/mpicc.out"
+cat "$work/mpicc.out" "$work/ldd.out" 2>/dev/null | diag
 
 # ---- the testbed, its plugstack.conf only Debian's include ----
 export TESTBED_PLUGSTACK="include /etc/slurm/plugstack.conf.d/*.conf"
@@ -125,7 +126,7 @@ new_logs() {
     tail -c +$((${off:-0} + 1)) "$f"
   done
 }
-no_drain() { ! sinfo -h -N -o '%N %t' | grep -Eq 'drain|drng|down|fail'; }
+no_drain() { ! sinfo -h -N -o '%N %t' | has -E 'drain|drng|down|fail'; }
 log_mark
 
 # ---- one --topo-aware job, end to end from the installed paths ----

@@ -49,7 +49,7 @@ check_policy spread
 check_policy compact
 check_policy block
 # spread alternates the two leaf switches: ranks 0 and 1 on different leaves of etc/demo
-sed -n 1,2p "$jobdir/spread/hostfile" | tr '\n' ' ' | grep -qx "node1 node5 "
+sed -n 1,2p "$jobdir/spread/hostfile" | tr '\n' ' ' | has -x "node1 node5 "
 ok $? "spread puts ranks 0 and 1 under different leaf switches (node1, node5)"
 rm -rf "$jobdir"
 

@@ -172,7 +172,7 @@ late_rc=$?
 awk -v b=$((1500 + GRACE)) '$1 != 1 && ($2 != 1 || $3 > b) { bad = 1 } $1 != 1 { n++ } END { exit bad || n != 3 }' "$jobdir/late/rc" &&
   grep -q 'the PMIx exchange (fence and lookups) did not complete within 1.5 s' "$jobdir/late/err.0" &&
   [ "$(field "$jobdir/late/out/status.yaml" status)" = fallback ] &&
-  field "$jobdir/late/out/status.yaml" reason | grep -q '^the tasks never met: the PMIx exchange' &&
+  field "$jobdir/late/out/status.yaml" reason | has '^the tasks never met: the PMIx exchange' &&
   grep -q 'SwitchName=fallback Nodes=node\[1-4\]' "$jobdir/late/out/topology.conf" &&
   [ -s "$jobdir/late/out/tree.yaml" ] && [ ! -e "$jobdir/late/out/links.yaml" ]
 ok $? "a task 6 s late: the other three give up within 1500 + $GRACE ms, exit 1; rank 0 wrote the fallback, node[1-4] in hostlist order (sbatch exit $late_rc; task, exit, ms: $(sort -n "$jobdir/late/rc" 2>/dev/null | tr '\n' ' ')): $(head -c 120 "$jobdir/late/err.0" 2>/dev/null | tail -1)"

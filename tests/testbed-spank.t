@@ -99,10 +99,10 @@ timeout 10 sbatch --help > "$work/help.txt" 2>&1
 grep -q -- '--topo-aware=\[POLICY\]' "$work/help.txt"
 ok $? "sbatch --help lists --topo-aware=[POLICY]"
 grep -A2 -- 'topo-aware' "$work/help.txt" | diag
-timeout 10 srun --help 2>&1 | grep -q -- '--topo-aware=\[POLICY\]'
+timeout 10 srun --help 2>&1 | has -- '--topo-aware=\[POLICY\]'
 ok $? "srun --help lists --topo-aware=[POLICY]"
 
-no_drain() { ! SLURM_CONF=$TB_CONF sinfo -h -N -o '%N %t' | grep -Eq 'drain|drng|down|fail'; }
+no_drain() { ! SLURM_CONF=$TB_CONF sinfo -h -N -o '%N %t' | has -E 'drain|drng|down|fail'; }
 jobid_of() { sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$1"; }
 MCA_ENV="export $TB_OMPI_ENV"
 
@@ -273,7 +273,7 @@ grep -q "toposcope: --topo-aware=no-such-policy: no policy named 'no-such-policy
   grep -q 'the shipped ones are compact, spread, block and measure-only' "$F/badpolicy.sbatch"
 ok $? "broken policy: the message names the policy, where it looked and the shipped ones"
 diag < "$F/badpolicy.sbatch"
-! new_logs | grep -q 'no-such-policy'
+! new_logs | has 'no-such-policy'
 ok $? "broken policy: no slurmd saw it (no prolog ran)"
 no_drain; ok $? "broken policy: no node drained"
 
@@ -294,7 +294,7 @@ policy_case() {   # NAME OPTION WANT-PLACEMENT REASON-PATTERN
   failing_job "$1" "$2" &&
     grep -Eq '^TOPOSCOPE_STATUS=(measured|partial)$' "$F/$1.out" && grep -q "^TOPOSCOPE_PLACEMENT=$3$" "$F/$1.out" &&
     grep -q "^TOPOSCOPE_PLACEMENT_REASON=.*$4" "$F/$1.out" && ! grep -q AKIA "$F/$1.out" &&
-    ! plugin_lines "$(jobid_of "$F/$1.sbatch")" | grep -q AKIA
+    ! plugin_lines "$(jobid_of "$F/$1.sbatch")" | has AKIA
 }
 policy_case fifo "--topo-aware=$D/fifo.yaml" failed 'fifo.yaml: not a regular file'
 ok $? "policy FILE a FIFO: measured, placement failed saying why, nothing hangs"

@@ -68,7 +68,7 @@ hosts=$(sort -u "$work/srun.out" | paste -sd' ')
 leaf=$(for h in $hosts; do awk -v h="$h" '$1 ~ /^SwitchName=/ && $2 ~ /^Nodes=/ {
   sub("SwitchName=", "", $1); sub("Nodes=", "", $2); print $1, $2 }' "$work/measured.conf" |
   while read -r name nodes; do
-    scontrol show hostnames "$nodes" 2>/dev/null | grep -qx "$h" && echo "$name"
+    scontrol show hostnames "$nodes" 2>/dev/null | has -x "$h" && echo "$name"
   done; done | sort -u)
 [ $rc -eq 0 ] && [ "$(echo "$hosts" | wc -w)" -eq 4 ] && [ "$(echo "$leaf" | grep -c .)" -eq 1 ]
 ok $? "srun -N4 --switches=1 lands inside one measured leaf ($hosts: ${leaf:-?})"
