@@ -501,12 +501,15 @@ typedef struct scratch {
 static void *scratch_get(scratch *s, size_t size)
 {
     if (size > s->size) {
-        /* with room to grow: a depth's regions grow batch by batch */
+        /* with room to grow: a depth's regions grow batch by batch; grown by realloc, which
+         * moves a block of megabytes by remapping its pages, where a fresh one (free, then
+         * malloc) had every page faulted in again (8192 nodes: 85600 page faults a run, 65100
+         * with these and the offset fit's buffer, offsets.c, grown so) */
         size_t room = size + size / 2;
-        free(s->p);
-        s->size = 0;
-        if (!(s->p = malloc(room)))
+        void *p = realloc(s->p, room);
+        if (!p)
             return NULL;
+        s->p = p;
         s->size = room;
     }
     return s->p;
@@ -665,16 +668,16 @@ static int frag_members_build(const fast *F, const int *mem, int nmem, int nfrag
     return TS_OK;
 }
 
-/* G's fragments in the order the round's members freel[0..nmem-1] meet them, and their
- * members' positions. */
-static void frag_members_round(const fast *F, frag_members *G, const int *freel, int nmem)
+/* G's fragments in the order the round's members meet them (frag[i]: member i's fragment, in
+ * the round's order), and their members' positions. */
+static void frag_members_round(frag_members *G, const int *frag, int nmem)
 {
     int nf = 0;
     for (int f = 0; f < G->nfrag; f++)
         G->order[f] = -1;
     memset(G->start, 0, sizeof(int) * ((size_t)G->nfrag + 1));
     for (int i = 0; i < nmem; i++) {
-        int r = ts_uf_find(F->uf, freel[i]), row = G->index[r];
+        int r = frag[i], row = G->index[r];
         if (G->order[row] < 0) {
             G->order[row] = nf;
             G->root[nf++] = r;
@@ -684,7 +687,7 @@ static void frag_members_round(const fast *F, frag_members *G, const int *freel,
     for (int f = 0; f < nf; f++)
         G->next[f] = G->start[f + 1] += G->start[f];
     for (int i = nmem - 1; i >= 0; i--)
-        G->pos[--G->next[G->order[G->index[ts_uf_find(F->uf, freel[i])]]]] = i;
+        G->pos[--G->next[G->order[G->index[frag[i]]]]] = i;
 }
 
 /* A free member of a fragment fx has no far pair with, looking through every fragment from a
@@ -719,15 +722,24 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
     memcpy(freel, mem, sizeof(int) * (size_t)nmem);
     ts_rng_shuffle_int(&F->rng, freel, nmem);
     int *taken = calloc((size_t)nmem, sizeof(int));
-    int rc = taken ? TS_OK : TS_ENOMEM;
+    /* each member's fragment, found once a round, and with G its row of G's matrix: the scans
+     * below read them for every candidate, and a find per candidate (its stores of the path it
+     * halves) was a third of the planning */
+    int *frag = malloc(sizeof(int) * 2 * (size_t)nmem), *row = frag ? frag + nmem : NULL;
+    int rc = taken && frag ? TS_OK : TS_ENOMEM;
+    for (int i = 0; i < nmem && rc == TS_OK; i++) {
+        frag[i] = ts_uf_find(F->uf, freel[i]);
+        row[i] = G->shown ? G->index[frag[i]] : -1;
+    }
     int search = G->shown && nfrag <= FRAG_SEARCH;
-    if (search)
-        frag_members_round(F, G, freel, nmem);
+    if (search && rc == TS_OK)
+        frag_members_round(G, frag, nmem);
     for (int i = 0; i < nmem && rc == TS_OK; i++) {
         int x = freel[i];
         if (taken[i])
             continue;
-        int fx = ts_uf_find(F->uf, x);
+        int fx = frag[i];
+        const unsigned char *shown_x = G->shown ? G->shown + (size_t)row[i] * (size_t)G->nfrag : NULL;
         int tries = nmem < SCAN_LIMIT ? nmem : SCAN_LIMIT;
         int start = (int)ts_rng_below(&F->rng, (uint64_t)nmem);
         if (F->apart[fx] >= nfrag - 1)
@@ -738,10 +750,10 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
         for (int t = 0, j = start; t < tries; t++, j = j + 1 < nmem ? j + 1 : 0) {
             if (taken[j])
                 continue;
-            int fy = ts_uf_find(F->uf, freel[j]);
+            int fy = frag[j];
             if (fy == fx)
                 continue;
-            int shown = frags_shown(F, G, fx, fy);
+            int shown = shown_x ? shown_x[row[j]] : far_shown(F, fx, fy);
             if (shown == UNSEEN) {
                 pick = j;
                 break;
@@ -757,7 +769,7 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
             taken[i] = 0;
             continue;
         }
-        int fy = ts_uf_find(F->uf, freel[pick]);
+        int fy = frag[pick];
         if (add_separation(F, fx, fy, opinions) < 0) {
             rc = TS_ENOMEM;
             break;
@@ -774,6 +786,7 @@ static int plan_tests(fast *F, walk *W, int b, const int *mem, int nmem, int nfr
         pad_random(F, W, b, freel, npad);
     }
     free(taken);
+    free(frag);
     return rc;
 }
 

@@ -65,11 +65,12 @@ static int work_reserve(ts_offset_work *w, int n, long m)
         w->nodes = room;
     }
     if ((size_t)(2 * m + 1) > w->eqs) {
+        /* (realloc: the pages already touched move, not faulted in afresh; fast.c, scratch_get) */
         size_t room = (size_t)(2 * m + 1) + (size_t)m;
-        free(w->eq);
-        w->eqs = 0;
-        if (!(w->eq = malloc(sizeof(node_eq) * room)))
+        node_eq *eq = realloc(w->eq, sizeof(node_eq) * room);
+        if (!eq)
             return -1;
+        w->eq = eq;
         w->eqs = room;
     }
     return 0;
