@@ -15,11 +15,31 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* x[0..n-1] ascending, in place. A pair's few samples (one to three, mostly) by insertion:
+ * qsort's set-up for them, twice a pair (median and MAD), was 5 % of the fast method's
+ * instructions at 8192 nodes. */
+#define INSERTION_SORT_MAX 16
+
+static void sort_doubles(double *x, int n)
+{
+    if (n > INSERTION_SORT_MAX) {
+        qsort(x, (size_t)n, sizeof *x, cmp_double);
+        return;
+    }
+    for (int i = 1; i < n; i++) {
+        double v = x[i];
+        int j = i;
+        for (; j > 0 && x[j - 1] > v; j--)
+            x[j] = x[j - 1];
+        x[j] = v;
+    }
+}
+
 double ts_median(double *x, int n)
 {
     if (n <= 0)
         return NAN;
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    sort_doubles(x, n);
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
