@@ -303,10 +303,10 @@ for profile in $profiles; do
 done
 
 # Link interval calibration (issue 20). A 100-run cell's pooled coverage has a 95% interval of
-# about +-0.005: the runs, not the links, are the independent units, since one error scale serves
+# about +-0.006: the runs, not the links, are the independent units, since one error scale serves
 # all the links of a run. That is as wide as any miscalibration worth finding, so here the 128-node
 # fat tree runs BENCH_COVER_SEEDS times per profile (the first fast_seeds are the table's own runs),
-# which narrows the interval to about +-0.002.
+# which narrows the interval to about +-0.003.
 cover_seeds=${BENCH_COVER_SEEDS:-500}
 crows=()
 if [[ " $sizes " == *" 128 "* ]] && [[ " $methods " == *" fast "* ]]; then
@@ -437,8 +437,8 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
     print_table crows \
         "Link interval calibration: the link stage's 90% intervals on the 128-node fat tree (on fast's tree)," \
         "$cover_seeds runs per profile (run seed = fabric seed = 1..$cover_seeds, the first $fast_seeds the table's)." \
-        "The brackets give each pooled coverage's 95% interval: with the defaults about +-0.005 for a cell" \
-        "of 100 runs, about +-0.002 here. Intervals that are right hold the truth in 0.90 of links up to" \
+        "The brackets give each pooled coverage's 95% interval: with the defaults about +-0.006 for a cell" \
+        "of 100 runs, about +-0.003 here. Intervals that are right hold the truth in 0.90 of links up to" \
         "that sampling error. exact runs: the runs whose tree is exact and their coverage; on a" \
         "\`partial\` tree (switches merged into their parent, the run's status says so) the solve fits" \
         "links the fabric does not have." \
