@@ -60,17 +60,18 @@ field() { awk -v k="$1:" '$1==k {print $2}' "$2"; }
 # the share of all the runs' link intervals that hold the truth (pooled over the runs of a cell,
 # weighted by their links: a run's own share of ~100 links scatters by +-0.03), and with two runs
 # or more its 95% interval: the runs are the independent units (one error scale serves all the
-# links of a run), so the standard error is the ratio estimator's, clustered by run
+# links of a run), so the standard error is the ratio estimator's, clustered by run; cover_digits
+# decimals (3 unless set)
 pooled_cover() {
-    awk '/^link_cover_links:/ {n = $2}
+    awk -v fmt="%.${cover_digits:-3}f" '/^link_cover_links:/ {n = $2}
          /^link_cover:/ && $2 != "null" {k++; runs[k] = n; share[k] = $2; t += n; c += n * $2}
          END {
              if (!t) {print "-"; exit}
              m = c / t
-             if (k < 2) {printf "%.3f", m; exit}
+             if (k < 2) {printf fmt, m; exit}
              for (i = 1; i <= k; i++) ss += (runs[i] * (share[i] - m)) ^ 2
              se = sqrt(ss * k / (k - 1)) / t
-             printf "%.3f (%.3f-%.3f)", m, m - 1.96 * se, m + 1.96 * se
+             printf fmt " (" fmt "-" fmt ")", m, m - 1.96 * se, m + 1.96 * se
          }' "$@"
 }
 
@@ -321,9 +322,10 @@ if [[ " $sizes " == *" 128 "* ]] && [[ " $methods " == *" fast "* ]]; then
             files+=("$out/metrics.yaml")
             [ "$(field tree_exact "$out/metrics.yaml")" = true ] && exact_files+=("$out/metrics.yaml")
         done
+        # four decimals: the interval is +-0.003 wide, and 0.8996 is not 0.900
         exact_cover=-
-        [ ${#exact_files[@]} -gt 0 ] && exact_cover=$(pooled_cover "${exact_files[@]}")
-        row=$(printf '| %-12s | %5s | %s | %5s | %s |' "$profile" "$cover_seeds" "$(pooled_cover "${files[@]}")" \
+        [ ${#exact_files[@]} -gt 0 ] && exact_cover=$(cover_digits=4 pooled_cover "${exact_files[@]}")
+        row=$(printf '| %-12s | %5s | %s | %5s | %s |' "$profile" "$cover_seeds" "$(cover_digits=4 pooled_cover "${files[@]}")" \
             "${#exact_files[@]}" "$exact_cover")
         crows+=("$row")
         echo "$row"
