@@ -101,6 +101,19 @@ double ts_student_t(double confidence, int dof)
            (3 * z2 * z2 * z2 * z + 19 * z2 * z2 * z + 17 * z2 * z - 15 * z) / (384 * v * v * v);
 }
 
+/* The chi-square quantile of dof degrees of freedom (dof > 0, not necessarily whole) at lower
+ * tail p, by Wilson and Hilferty's cube-root normal approximation: within 0.25 % from 10 dof
+ * on 0.05 <= p <= 0.99 and within 0.5 % from 20 dof on 0.01 <= p <= 0.99, the error shrinking
+ * as dof grows; in the low tail it errs low. Where the cube root's base falls to 0 or below (a
+ * very low p on very few dof) the quantile is reported as 0. */
+double ts_chi_square_quantile(double p, double dof)
+{
+    if (!(dof > 0))
+        return NAN;
+    double h = 2.0 / (9.0 * dof), base = 1.0 - h + ts_normal_quantile(p) * sqrt(h);
+    return base > 0 ? dof * base * base * base : 0.0;
+}
+
 /* ---- estimators, stopping rule and sampler ---- */
 
 static const char *const estimator_names[] = {"default", "mean", "min"};

@@ -47,6 +47,7 @@ typedef struct ts_link_result {
     double chi2;             /* weighted residual sum of squares */
     int dof;                 /* measurements - determined links (>= 0) */
     double scale;            /* factor applied to the propagated errors: sqrt(max(1, chi2/dof)) */
+    double interval_scale;   /* the factor lo_us..hi_us use: scale's upper bound at confidence */
     double tail_us;          /* spikes' share of a mean round trip, pooled (added to every pair) */
     double tail_se_us;       /* its standard error */
     int outliers;            /* measurements the robust solve gave less than their full weight */

@@ -102,6 +102,7 @@ double ts_median(double *x, int n);            /* reorders x */
 double ts_mad(const double *x, int n, double median);  /* raw MAD (not scaled) */
 double ts_student_t(double confidence, int dof);       /* two-sided quantile */
 double ts_normal_quantile(double p);                   /* standard normal, lower tail p */
+double ts_chi_square_quantile(double p, double dof);   /* chi-square, lower tail p */
 
 /* ---- transport interface ---- */
 typedef struct ts_transport ts_transport;

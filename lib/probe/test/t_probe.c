@@ -90,6 +90,14 @@ static void test_statistics(void)
     is_num(ts_student_t(0.95, 10), 2.2281, 5e-3, "t(0.95, 10)");
     is_num(ts_student_t(0.90, 30), 1.6973, 2e-3, "t(0.90, 30)");
     is_num(ts_student_t(0.99, 100), 2.6259, 2e-3, "t(0.99, 100)");
+    /* chi-square quantiles against tables (relative error) */
+    is_num(ts_chi_square_quantile(0.10, 10) / 4.8652, 1, 5e-3, "chi2(0.10, 10)");
+    is_num(ts_chi_square_quantile(0.01, 20) / 8.2604, 1, 5e-3, "chi2(0.01, 20)");
+    is_num(ts_chi_square_quantile(0.05, 30) / 18.4927, 1, 2e-3, "chi2(0.05, 30)");
+    is_num(ts_chi_square_quantile(0.10, 369) / 334.6415, 1, 1e-4, "chi2(0.10, 369)");
+    is_num(ts_chi_square_quantile(0.90, 100) / 118.498, 1, 1e-3, "chi2(0.90, 100)");
+    is_num(ts_chi_square_quantile(0.01, 1000) / 898.912, 1, 1e-3, "chi2(0.01, 1000)");
+    ok(isnan(ts_chi_square_quantile(0.5, 0)), "chi2 of 0 dof: none");
 }
 
 static void test_sampler(void)
