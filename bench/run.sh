@@ -441,7 +441,7 @@ cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
         "$cover_seeds runs per profile (run seed = fabric seed = 1..$cover_seeds, the first $fast_seeds the table's)." \
         "The brackets give each pooled coverage's 95% interval: with the defaults about +-0.006 for a cell" \
         "of 100 runs, about +-0.003 here. The intervals stand on the upper 90% bound of each run's error" \
-        "scale, so that in 9 runs of 10 at least 0.90 of a run's links are held: pooled, that is above" \
+        "scale, so that in 9 runs of 10 each interval of a run is at least a 90% one: pooled, that is above" \
         "0.90 by what the bound adds (doc/design.md, \"Link intervals\"). exact runs: the runs whose" \
         "tree is exact and their coverage; on a \`partial\` tree (switches merged into their parent, the" \
         "run's status says so) the solve fits links the fabric does not have." \

@@ -766,14 +766,16 @@ static void tail_response(solve_work *W, double *g)
 
 /* The error scale the intervals use: an upper confidence bound on the one the fit estimates.
  *
- * The bar an interval set must pass is a share of links: in a run, at least `confidence` of the
- * links' intervals hold their truths. One error scale, estimated from the run's own residuals
+ * The bar an interval set must pass is a share of links: at least `confidence` of the links'
+ * intervals hold their truths. One error scale, estimated from the run's own residuals
  * (chi^2/dof), serves every link of the run, so its error does not average out over the links:
  * with intervals built on the estimate itself (Student's t), a run whose scale came out low has
- * too narrow intervals on all its links together, and the share they hold is `confidence` only
- * on average over runs, below it in about every other run. Built on the scale's upper bound at
- * the same confidence, the intervals hold at least that share in that share of runs (a
- * tolerance statement; Student's t only promises the average).
+ * too narrow intervals on all its links together, and each holds its truth with probability
+ * `confidence` only on average over runs, with less in about every other run. Built on the
+ * scale's upper bound at the same confidence, in that share of runs every interval of the run
+ * holds its truth with at least that probability, so the share of links held is at least
+ * `confidence` run by run, up to the chance of its finite count of links (a tolerance
+ * statement; Student's t only promises the average over runs).
  *
  * The bound takes the scale estimate as chi-square distributed with nu degrees of freedom,
  * nu = dof where the residuals are normal. One-sided, heavy-tailed noise makes the estimate
