@@ -300,6 +300,7 @@ int ts_links_write_yaml(const ts_fabric *tree, const ts_link_result *res, const 
         yaml_num(out, "est_us", L->est_us, "%.4f");
         yaml_num(out, "lo_us", L->lo_us, "%.4f");
         yaml_num(out, "hi_us", L->hi_us, "%.4f");
+        yaml_num(out, "se_us", L->se_us, "%.4f");
         fprintf(out, ", samples: %ld, pairs: %d", L->samples, L->npairs);
         yaml_num(out, "residual_us", L->residual_us, "%.4f");
         if (with_truth) {

@@ -389,6 +389,11 @@ static double z_of_confidence(double conf)
     return (lo + hi) / 2;
 }
 
+double ts_link_obs_interval_se(double lo_us, double hi_us, double conf)
+{
+    return isfinite(hi_us - lo_us) ? (hi_us - lo_us) / (2 * z_of_confidence(conf)) : NAN;
+}
+
 /* A switch discovery left unresolved may stand for several: a link at it, below or above, may
  * span switches the tree does not show. It is measured as it is, but it is not the link of that
  * name in a resolved tree. */
@@ -410,7 +415,6 @@ int ts_link_obs_from_result(const ts_fabric *tree, const ts_link_result *res, co
         free(jc);
         return ts_fail(err, TS_ENOMEM, "out of memory");
     }
-    double zc = z_of_confidence(res->confidence);
     for (int k = 0; k < res->nlinks; k++) {
         const ts_link_estimate *L = &res->link[k];
         if (!isfinite(L->est_us))
@@ -427,8 +431,7 @@ int ts_link_obs_from_result(const ts_fabric *tree, const ts_link_result *res, co
         o->est_us = L->est_us;
         o->lo_us = L->lo_us;
         o->hi_us = L->hi_us;
-        o->se_us = isfinite(L->se_us) ? L->se_us
-                   : isfinite(L->hi_us - L->lo_us) ? (L->hi_us - L->lo_us) / (2 * zc) : NAN;
+        o->se_us = isfinite(L->se_us) ? L->se_us : ts_link_obs_interval_se(L->lo_us, L->hi_us, res->confidence);
         o->samples = L->samples;
         o->pairs = L->npairs;
         out->n++;
@@ -441,8 +444,8 @@ static const char *const links_top_keys[] = { "confidence", "partial", "rounds_p
                                               "measurements", "undetermined", "error_scale", "links",
                                               NULL };
 static const char *const links_entry_keys[] = { "link", "tree_link", "kind", "est_us", "lo_us", "hi_us",
-                                                "samples", "pairs", "residual_us", "truth_us", "rel_err",
-                                                NULL };
+                                                "se_us", "samples", "pairs", "residual_us", "truth_us",
+                                                "rel_err", NULL };
 static const char *const link_kinds[] = { "uplink", "access", NULL };
 
 static int opt_num(const ts_ydoc *d, int map, const char *key, double lo, double hi, double *out,
@@ -497,7 +500,6 @@ int ts_link_obs_parse_links_yaml(const ts_fabric *tree, const char *text, size_t
         goto done;
     if (!isfinite(conf))
         conf = 0.90;
-    double zc = z_of_confidence(conf);
     int list = ts_ydoc_get(&d, d.root, "links");
     if (list < 0 || d.v[list].type != TS_Y_SEQ) {
         rc = ts_ydoc_fail(&d, list < 0 ? d.root : list, err, "'links' must be a list");
@@ -543,6 +545,7 @@ int ts_link_obs_parse_links_yaml(const ts_fabric *tree, const char *text, size_t
         if ((rc = opt_num(&d, e, "est_us", -MAX_US, MAX_US, &o->est_us, err)) ||
             (rc = opt_num(&d, e, "lo_us", -MAX_US, MAX_US, &o->lo_us, err)) ||
             (rc = opt_num(&d, e, "hi_us", -MAX_US, MAX_US, &o->hi_us, err)) ||
+            (rc = opt_num(&d, e, "se_us", 0, MAX_US, &o->se_us, err)) ||
             (rc = opt_num(&d, e, "samples", 0, 1e15, &samples, err)) ||
             (rc = opt_num(&d, e, "pairs", 0, 1e9, &pairs, err)))
             goto done;
@@ -554,7 +557,8 @@ int ts_link_obs_parse_links_yaml(const ts_fabric *tree, const char *text, size_t
         }
         o->access = kind == 1;
         o->uncertain = extent_uncertain(tree, v);
-        o->se_us = isfinite(o->hi_us - o->lo_us) ? (o->hi_us - o->lo_us) / (2 * zc) : NAN;
+        if (!isfinite(o->se_us))
+            o->se_us = ts_link_obs_interval_se(o->lo_us, o->hi_us, conf);
         o->samples = isfinite(samples) ? (long)samples : 0;
         o->pairs = isfinite(pairs) ? (int)pairs : 0;
         out->n++;

@@ -106,6 +106,7 @@ int ts_record_write(const ts_record *r, FILE *out)
         num(out, "est_us", o->est_us);
         num(out, "lo_us", o->lo_us);
         num(out, "hi_us", o->hi_us);
+        num(out, "se_us", o->se_us);
         fprintf(out, ", samples: %ld%s}\n", o->samples, o->uncertain ? ", uncertain: true" : "");
     }
     return ts_anomalies_write_yaml(&r->anomalies, out);
@@ -116,8 +117,8 @@ int ts_record_write(const ts_record *r, FILE *out)
 static const char *const top_keys[] = { "toposcope_record", "job", "user", "uid", "time", "status", "nodes",
                                         "tree", "links", "anomalies", "prolog_s", NULL };
 static const char *const tree_keys[] = { "switches", "depth", "leaf_groups", NULL };
-static const char *const link_keys[] = { "link", "kind", "est_us", "lo_us", "hi_us", "samples", "uncertain",
-                                         NULL };
+static const char *const link_keys[] = { "link", "kind", "est_us", "lo_us", "hi_us", "se_us", "samples",
+                                         "uncertain", NULL };
 static const char *const anomaly_keys[] = { "link", "kind", "reason", "expected_us", "observed_us",
                                             "excess_pct", "excess_us", "loss_pct", "score", NULL };
 static const char *const kinds[] = { "uplink", "access", NULL };
@@ -219,13 +220,15 @@ static int read_link(ts_record *r, const ts_ydoc *d, int e, ts_error *err)
         (rc = opt_num(d, e, "est_us", -MAX_US, MAX_US, &o->est_us, err)) ||
         (rc = opt_num(d, e, "lo_us", -MAX_US, MAX_US, &o->lo_us, err)) ||
         (rc = opt_num(d, e, "hi_us", -MAX_US, MAX_US, &o->hi_us, err)) ||
+        (rc = opt_num(d, e, "se_us", 0, MAX_US, &o->se_us, err)) ||
         (rc = opt_num(d, e, "samples", 0, 1e15, &samples, err)))
         return at < 0 ? at : rc;
     if ((at = ts_ydoc_get(d, e, "uncertain")) >= 0 && (rc = ts_ydoc_bool(d, at, "uncertain", &o->uncertain, err)))
         return rc;
     o->access = kind == 1;
     o->samples = isfinite(samples) ? (long)samples : 0;
-    o->se_us = isfinite(o->hi_us - o->lo_us) ? (o->hi_us - o->lo_us) / (2 * 1.6448536) : NAN;
+    if (!isfinite(o->se_us))
+        o->se_us = ts_link_obs_interval_se(o->lo_us, o->hi_us, 0.90);
     r->links.n++;
     return TS_OK;
 }

@@ -95,7 +95,8 @@ typedef struct ts_link_obs {
     char id[TS_LINK_ID_MAX];
     int access;
     double est_us, lo_us, hi_us;
-    double se_us;                    /* from the interval: (hi - lo) / (2 * 1.645) at 90% */
+    double se_us;                    /* the estimate's standard error (se_us of links.yaml and the
+                                      * records; files without it: ts_link_obs_interval_se) */
     long samples;
     int pairs;
     int uncertain;                   /* at a switch discovery left unresolved (tree.yaml), above or below:
@@ -109,6 +110,9 @@ typedef struct ts_link_obs_set {
 } ts_link_obs_set;
 
 void ts_link_obs_set_free(ts_link_obs_set *s);
+/* A standard error read off an interval lo..hi at two-sided confidence conf: (hi - lo) / (2 z).
+ * For files written before se_us was: their intervals stood on the error scale's estimate. */
+double ts_link_obs_interval_se(double lo_us, double hi_us, double conf);
 /* From a solve on tree (ts_measure: tree and links). Links without an estimate are left out. */
 int ts_link_obs_from_result(const ts_fabric *tree, const ts_link_result *res, const ts_fabric *admin,
                             ts_link_obs_set *out, ts_error *err);

@@ -170,7 +170,7 @@ static void test_uncertain_extent(void)
     static const char links[] =
         "confidence: 0.90\nlinks:\n"
         "  - {link: \"n1\", kind: access, est_us: 20.0, lo_us: 19.8, hi_us: 20.2, samples: 96, pairs: 3}\n"
-        "  - {link: \"n3\", kind: access, est_us: 10.0, lo_us: 9.8, hi_us: 10.2, samples: 96, pairs: 3}\n"
+        "  - {link: \"n3\", kind: access, est_us: 10.0, lo_us: 9.8, hi_us: 10.2, se_us: 0.05, samples: 96, pairs: 3}\n"
         "  - {link: \"s2\", kind: uplink, est_us: 1.0, lo_us: 0.8, hi_us: 1.2, samples: 128, pairs: 4}\n";
     ts_baseline_builder *bb = ts_baseline_builder_new();
     for (int r = 0; r < 5; r++) {
@@ -194,6 +194,11 @@ static void test_uncertain_extent(void)
             marked += set.o[i].uncertain;
         ok(set.n == 3 && marked == (unresolved ? 2 : 0) && !set.o[1].uncertain, "%s tree: %d of %d links uncertain",
            unresolved ? "unresolved" : "resolved", marked, set.n);
+        /* se_us as written (the intervals may stand on a wider scale than the estimate's);
+         * without it, read off the interval as files before it were */
+        ok(set.n == 3 && fabs(set.o[1].se_us - 0.05) < 1e-12 && fabs(set.o[0].se_us - 0.4 / (2 * 1.6448536)) < 1e-6,
+           "%s tree: se_us read as written (%g), else off the interval (%g)", unresolved ? "unresolved" : "resolved",
+           set.n == 3 ? set.o[1].se_us : NAN, set.n == 3 ? set.o[0].se_us : NAN);
         ts_detect_options d;
         ts_detect_options_default(&d);
         ts_anomaly_list l = { 0 };

@@ -53,7 +53,7 @@ static void test_counts(void)
              "  - {link: n5, kind: access, reason: unreachable, score: 1000}\n");
     /* job 3's tree had an unresolved switch: its n6 may span hidden switches */
     static const char job3[] = "toposcope_record: 1\njob: \"3\"\ntime: 70\nlinks:\n"
-                               "  - {link: n1, kind: access, est_us: 2.1, lo_us: 2.0, hi_us: 2.2}\n"
+                               "  - {link: n1, kind: access, est_us: 2.1, lo_us: 2.0, hi_us: 2.2, se_us: 0.03}\n"
                                "  - {link: n6, kind: access, est_us: 5.0, lo_us: 4.9, hi_us: 5.1, uncertain: true}\n"
                                "anomalies: []\n";
     add(rep, job3);
@@ -92,9 +92,9 @@ static void test_counts(void)
        !r.links.o[0].uncertain && r.links.o[1].uncertain, "a record's uncertain link reads back as such");
     ts_record_write(&r, out);
     fclose(out);
-    ok(text && strstr(text, "{link: \"n6\", kind: access, est_us: 5.0000, lo_us: 4.9000, hi_us: 5.1000, samples: 0, "
-                            "uncertain: true}") && strstr(text, "hi_us: 2.2000, samples: 0}\n"),
-       "and is written so, n1 not");
+    ok(text && strstr(text, "{link: \"n6\", kind: access, est_us: 5.0000, lo_us: 4.9000, hi_us: 5.1000, se_us: 0.0608, "
+                            "samples: 0, uncertain: true}") && strstr(text, "hi_us: 2.2000, se_us: 0.0300, samples: 0}\n"),
+       "and is written so, n1 not; se_us as read, n6's (absent) off its interval");
     free(text);
     ts_record_free(&r);
 
