@@ -373,25 +373,10 @@ void ts_link_obs_set_free(ts_link_obs_set *s)
     s->n = 0;
 }
 
-/* Two-sided normal quantile of a confidence level, by bisection on erfc. */
-static double z_of_confidence(double conf)
-{
-    if (!(conf > 0 && conf < 1))
-        return 1.6448536;
-    double lo = 0, hi = 10;
-    for (int i = 0; i < 60; i++) {
-        double mid = (lo + hi) / 2;
-        if (erfc(mid / sqrt(2.0)) > 1 - conf)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return (lo + hi) / 2;
-}
-
 double ts_link_obs_interval_se(double lo_us, double hi_us, double conf)
 {
-    return isfinite(hi_us - lo_us) ? (hi_us - lo_us) / (2 * z_of_confidence(conf)) : NAN;
+    double z = ts_normal_quantile(0.5 * (1.0 + (conf > 0 && conf < 1 ? conf : 0.90)));
+    return isfinite(hi_us - lo_us) ? (hi_us - lo_us) / (2 * z) : NAN;
 }
 
 /* A switch discovery left unresolved may stand for several: a link at it, below or above, may
